@@ -1,0 +1,2 @@
+//! `glimmer`: the command-line front end (being written).
+fn main() {}

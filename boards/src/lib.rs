@@ -1,0 +1,3 @@
+//! # glimmer-boards
+//!
+//! The std side of Glimmer (being written).

@@ -1,0 +1,3 @@
+//! Quantized block formats.
+mod types;
+pub use types::GgmlType;

@@ -1,0 +1,1 @@
+//! Shared helpers for Glimmer's cross-crate tests (fixture loading, model lookup).
