@@ -1,0 +1,1 @@
+//! A GGUF writer for tests and synthetic models (being written).
