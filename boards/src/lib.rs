@@ -1,5 +1,15 @@
 //! # glimmer-boards
 //!
-//! The std side of Glimmer (being written).
+//! The std side of Glimmer: it maps model files ([`model_file`]), builds tokenizers from their
+//! vocabularies ([`tokenizer`]), owns the memory the core computes in ([`engine`]), writes GGUF
+//! files for tests and synthetic models ([`gguf_writer`]), and hosts the command-line tools.
+//!
+//! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
+
+pub mod engine;
+mod error;
 pub mod gguf_writer;
+pub mod model_file;
 pub mod tokenizer;
+
+pub use error::Error;

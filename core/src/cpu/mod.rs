@@ -1,1 +1,294 @@
-//! (being written)
+//! The CPU backend: the reference implementation of [`Backend`].
+//!
+//! It works in memory the host hands it: the `f32` activation arena laid out by
+//! [`crate::exec::Layout`], a byte scratch for activations quantized to each weight's
+//! dot-product format, and the f16 [`KvCache`]. It never allocates.
+//!
+//! Matmuls quantize each activation row once to the weight's `vec_dot_type` (Q8_0, Q8_1 or Q8_K)
+//! and take integer dot products per block, the way llama.cpp's CPU backend does, so both agree
+//! to float-summation order.
+
+mod attention;
+mod kv;
+pub mod ops;
+
+pub use kv::KvCache;
+
+use crate::exec::{AttnParams, Backend, Buf};
+use crate::model::{Activation, RopeStyle, Tensor};
+use crate::quant::{self, QuantError};
+
+/// Why a CPU kernel refused its arguments.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuError {
+    /// A region lies outside the arena, overlaps another, or has the wrong length.
+    BadRegion,
+    /// A quantized kernel failed.
+    Quant(QuantError),
+    /// A weight vector is not f32 or is misaligned.
+    BadWeight,
+    /// A KV position or layer is outside the cache.
+    KvRange,
+    /// A head is wider than the kernels support (512).
+    HeadTooWide,
+    /// The quantization scratch is too small for a row.
+    ScratchTooSmall,
+}
+
+impl From<QuantError> for CpuError {
+    fn from(e: QuantError) -> Self {
+        Self::Quant(e)
+    }
+}
+
+/// The CPU backend over borrowed memory.
+pub struct CpuBackend<'a> {
+    arena: &'a mut [f32],
+    scratch: &'a mut [u8],
+    scores: Buf,
+    kv: KvCache<'a>,
+}
+
+impl<'a> CpuBackend<'a> {
+    /// A backend over `arena` (at least `Layout::arena_len` values), `scratch`
+    /// (at least `Layout::quant_scratch_bytes`) and a KV cache. `scores` is the arena region
+    /// the attention kernel keeps its softmax rows in (`Layout::scores`).
+    pub fn new(arena: &'a mut [f32], scratch: &'a mut [u8], scores: Buf, kv: KvCache<'a>) -> Self {
+        CpuBackend {
+            arena,
+            scratch,
+            scores,
+            kv,
+        }
+    }
+
+    /// The KV cache.
+    pub fn kv(&self) -> &KvCache<'a> {
+        &self.kv
+    }
+
+    fn one(&mut self, b: Buf) -> Result<&mut [f32], CpuError> {
+        let end = b.off.checked_add(b.len).ok_or(CpuError::BadRegion)?;
+        self.arena.get_mut(b.off..end).ok_or(CpuError::BadRegion)
+    }
+
+    fn two(&mut self, a: Buf, b: Buf) -> Result<[&mut [f32]; 2], CpuError> {
+        let ea = a.off.checked_add(a.len).ok_or(CpuError::BadRegion)?;
+        let eb = b.off.checked_add(b.len).ok_or(CpuError::BadRegion)?;
+        self.arena
+            .get_disjoint_mut([a.off..ea, b.off..eb])
+            .map_err(|_| CpuError::BadRegion)
+    }
+}
+
+fn f32_weight<'w>(t: &Tensor<'w>) -> Result<&'w [f32], CpuError> {
+    t.as_f32().ok_or(CpuError::BadWeight)
+}
+
+impl Backend for CpuBackend<'_> {
+    type Error = CpuError;
+
+    fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), CpuError> {
+        let dim = table.cols;
+        let o = self.one(out)?;
+        if o.len() != tokens.len() * dim {
+            return Err(CpuError::BadRegion);
+        }
+        for (row, &t) in o.chunks_exact_mut(dim).zip(tokens) {
+            let src = table.row(t as usize).ok_or(CpuError::BadRegion)?;
+            quant::dequantize_row(table.ty, src, row)?;
+        }
+        Ok(())
+    }
+
+    fn rmsnorm(
+        &mut self,
+        x: Buf,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), CpuError> {
+        let w = match weight {
+            Some(t) => Some(f32_weight(t)?),
+            None => None,
+        };
+        if dim == 0 || x.len % dim != 0 || out.len != x.len || w.is_some_and(|w| w.len() != dim) {
+            return Err(CpuError::BadRegion);
+        }
+        if x == out {
+            for row in self.one(x)?.chunks_exact_mut(dim) {
+                ops::rmsnorm_row_inplace(row, w, eps);
+            }
+        } else {
+            let [xs, os] = self.two(x, out)?;
+            for (xr, or) in xs.chunks_exact(dim).zip(os.chunks_exact_mut(dim)) {
+                ops::rmsnorm_row(xr, w, eps, or);
+            }
+        }
+        Ok(())
+    }
+
+    fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CpuError> {
+        if x.len != rows * w.cols || out.len != rows * w.rows {
+            return Err(CpuError::BadRegion);
+        }
+        let act_ty = quant::vec_dot_type(w.ty);
+        let act_rb = act_ty.row_bytes(w.cols).ok_or(CpuError::BadWeight)?;
+        let need = act_rb.checked_mul(rows).ok_or(CpuError::ScratchTooSmall)?;
+        if self.scratch.len() < need {
+            return Err(CpuError::ScratchTooSmall);
+        }
+        {
+            let xe = x.off + x.len;
+            let xs = self.arena.get(x.off..xe).ok_or(CpuError::BadRegion)?;
+            for (xr, qr) in xs
+                .chunks_exact(w.cols)
+                .zip(self.scratch[..need].chunks_exact_mut(act_rb))
+            {
+                quant::quantize_row(act_ty, xr, qr)?;
+            }
+        }
+        let oe = out.off.checked_add(out.len).ok_or(CpuError::BadRegion)?;
+        if x.off < oe && out.off < x.off + x.len {
+            return Err(CpuError::BadRegion);
+        }
+        let os = self.arena.get_mut(out.off..oe).ok_or(CpuError::BadRegion)?;
+        let acts = &self.scratch[..need];
+        let wrb = w.row_bytes();
+        for (o, wrow) in w.data.chunks_exact(wrb).enumerate() {
+            for (r, act) in acts.chunks_exact(act_rb).enumerate() {
+                os[r * w.rows + o] = quant::vec_dot(w.ty, w.cols, wrow, act)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn rope(
+        &mut self,
+        x: Buf,
+        n_heads: usize,
+        head_dim: usize,
+        rope_dim: usize,
+        positions: &[u32],
+        base: f32,
+        style: RopeStyle,
+    ) -> Result<(), CpuError> {
+        let width = n_heads * head_dim;
+        if x.len != positions.len() * width || rope_dim > head_dim {
+            return Err(CpuError::BadRegion);
+        }
+        let xs = self.one(x)?;
+        for (row, &pos) in xs.chunks_exact_mut(width).zip(positions) {
+            for head in row.chunks_exact_mut(head_dim) {
+                ops::rope_head(head, rope_dim, pos, base, style);
+            }
+        }
+        Ok(())
+    }
+
+    fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, positions: &[u32]) -> Result<(), CpuError> {
+        let n = positions.len();
+        if n == 0 || k.len % n != 0 || v.len % n != 0 {
+            return Err(CpuError::BadRegion);
+        }
+        let (kd, vd) = (k.len / n, v.len / n);
+        let ke = k.off.checked_add(k.len).ok_or(CpuError::BadRegion)?;
+        let ve = v.off.checked_add(v.len).ok_or(CpuError::BadRegion)?;
+        let ks = self.arena.get(k.off..ke).ok_or(CpuError::BadRegion)?;
+        let vs = self.arena.get(v.off..ve).ok_or(CpuError::BadRegion)?;
+        for ((kr, vr), &pos) in ks.chunks_exact(kd).zip(vs.chunks_exact(vd)).zip(positions) {
+            if !self.kv.store(layer, pos as usize, kr, vr) {
+                return Err(CpuError::KvRange);
+            }
+        }
+        Ok(())
+    }
+
+    fn attention(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        out: Buf,
+    ) -> Result<(), CpuError> {
+        if p.head_dim > 512 || p.n_head_kv == 0 || p.n_head % p.n_head_kv != 0 {
+            return Err(CpuError::HeadTooWide);
+        }
+        let qw = p.n_head * p.head_dim;
+        let ow = p.n_head * p.head_dim_v;
+        if q.len != positions.len() * qw || out.len != positions.len() * ow {
+            return Err(CpuError::BadRegion);
+        }
+        let max_pos = positions.iter().copied().max().unwrap_or(0) as usize;
+        if max_pos >= self.kv.ctx() {
+            return Err(CpuError::KvRange);
+        }
+        let len = max_pos + 1;
+        if self.scores.len < len {
+            return Err(CpuError::KvRange);
+        }
+        let scores = self.scores.prefix(len);
+        let qe = q.off.checked_add(q.len).ok_or(CpuError::BadRegion)?;
+        let oe = out.off.checked_add(out.len).ok_or(CpuError::BadRegion)?;
+        let se = scores.off + scores.len;
+        let [qs, os, ss] = self
+            .arena
+            .get_disjoint_mut([q.off..qe, out.off..oe, scores.off..se])
+            .map_err(|_| CpuError::BadRegion)?;
+        let keys = self.kv.keys(p.layer, len).ok_or(CpuError::KvRange)?;
+        let values = self.kv.values(p.layer, len).ok_or(CpuError::KvRange)?;
+        for ((qr, or), &pos) in qs.chunks_exact(qw).zip(os.chunks_exact_mut(ow)).zip(positions) {
+            attention::attend_row(p, qr, pos, keys, values, ss, or);
+        }
+        Ok(())
+    }
+
+    fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CpuError> {
+        if gate.len != up.len {
+            return Err(CpuError::BadRegion);
+        }
+        let [g, u] = self.two(gate, up)?;
+        match act {
+            Activation::Silu => {
+                for (g, &u) in g.iter_mut().zip(u.iter()) {
+                    *g = ops::silu(*g) * u;
+                }
+            }
+            Activation::GeluTanh => {
+                for (g, &u) in g.iter_mut().zip(u.iter()) {
+                    *g = ops::gelu_tanh_f16(*g) * u;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, x: Buf, y: Buf) -> Result<(), CpuError> {
+        if x.len != y.len {
+            return Err(CpuError::BadRegion);
+        }
+        let [xs, ys] = self.two(x, y)?;
+        for (a, &b) in xs.iter_mut().zip(ys.iter()) {
+            *a += b;
+        }
+        Ok(())
+    }
+
+    fn scale(&mut self, x: Buf, s: f32) -> Result<(), CpuError> {
+        for v in self.one(x)? {
+            *v *= s;
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, src: Buf, dst: &mut [f32]) -> Result<(), CpuError> {
+        let s = self.one(src)?;
+        if dst.len() != s.len() {
+            return Err(CpuError::BadRegion);
+        }
+        dst.copy_from_slice(s);
+        Ok(())
+    }
+}

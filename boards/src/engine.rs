@@ -1,0 +1,135 @@
+//! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache.
+
+use glimmer_core::cpu::{CpuBackend, KvCache};
+use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model};
+use glimmer_core::model::{ModelSpec, Weights};
+
+use crate::model_file::ModelFile;
+use crate::tokenizer::{vocab_from_gguf, Tokenizer};
+use crate::Error;
+
+/// A model loaded from a mapped file: spec, weights and tokenizer.
+pub struct Loaded<'f> {
+    /// Hyperparameters.
+    pub spec: ModelSpec,
+    /// Zero-copy weight views into the file.
+    pub weights: Weights<'f>,
+    /// Tokenizer built from the file's vocabulary.
+    pub tokenizer: Tokenizer,
+}
+
+impl<'f> Loaded<'f> {
+    /// Reads spec, weights and vocabulary from `file`.
+    pub fn new(file: &'f ModelFile) -> Result<Self, Error> {
+        let g = file.gguf()?;
+        let spec = ModelSpec::from_gguf(&g).map_err(Error::Model)?;
+        let weights = Weights::bind(&g, &spec).map_err(Error::Model)?;
+        let vocab = vocab_from_gguf(&g)?;
+        let tokenizer = Tokenizer::from_vocab(vocab)?;
+        if tokenizer.vocab_size() != spec.n_vocab {
+            return Err(Error::VocabMismatch {
+                tokenizer: tokenizer.vocab_size(),
+                model: spec.n_vocab,
+            });
+        }
+        Ok(Loaded {
+            spec,
+            weights,
+            tokenizer,
+        })
+    }
+}
+
+/// One sequence's state on the CPU backend: arena, scratch, KV cache and position.
+///
+/// All memory is allocated here, once; [`Engine::forward`] allocates nothing.
+pub struct Engine<'m, 'f> {
+    loaded: &'m Loaded<'f>,
+    layout: Layout,
+    arena: Vec<f32>,
+    scratch: Vec<u8>,
+    kv: Vec<u16>,
+    pos: usize,
+}
+
+impl<'m, 'f> Engine<'m, 'f> {
+    /// Sizes every buffer for `limits`.
+    pub fn new(loaded: &'m Loaded<'f>, limits: Limits) -> Result<Self, Error> {
+        let s = &loaded.spec;
+        let layout = Layout::new(s, limits).map_err(Error::Layout)?;
+        let kv_len = KvCache::elements(s.n_layer, limits.ctx, s.k_dim(), s.v_dim())
+            .ok_or(Error::TooLarge("KV cache"))?;
+        Ok(Engine {
+            loaded,
+            layout,
+            arena: vec![0.0; layout.arena_len],
+            scratch: vec![0; layout.quant_scratch_bytes],
+            kv: vec![0; kv_len],
+            pos: 0,
+        })
+    }
+
+    /// The loaded model.
+    pub fn loaded(&self) -> &'m Loaded<'f> {
+        self.loaded
+    }
+
+    /// Tokens already in the KV cache.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Context length.
+    pub fn ctx(&self) -> usize {
+        self.layout.limits.ctx
+    }
+
+    /// Forgets the sequence (the cache is overwritten as positions are reused).
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+
+    /// Feeds `tokens` in chunks and writes the logits of the requested rows to `logits`
+    /// (`n_vocab` values per row: one row for `Last`, `tokens.len()` rows for `All`).
+    pub fn forward(&mut self, tokens: &[u32], rows: LogitRows, logits: &mut [f32]) -> Result<(), Error> {
+        let s = &self.loaded.spec;
+        let chunk = self.layout.limits.chunk;
+        let lr = self.layout.limits.logit_rows;
+        let step = if rows == LogitRows::All { chunk.min(lr) } else { chunk };
+        let n_chunks = tokens.len().div_ceil(step);
+        let kv_len = self.kv.len();
+        let s_ctx = self.layout.limits.ctx;
+        let kv = KvCache::new(&mut self.kv[..kv_len], s.n_layer, s_ctx, s.k_dim(), s.v_dim())
+            .ok_or(Error::TooLarge("KV cache"))?;
+        let mut backend = CpuBackend::new(&mut self.arena, &mut self.scratch, self.layout.scores, kv);
+        let model = Model {
+            spec: s,
+            weights: &self.loaded.weights,
+            layout: &self.layout,
+        };
+        let mut written = 0usize;
+        for (ci, part) in tokens.chunks(step).enumerate() {
+            let want = match rows {
+                LogitRows::All => LogitRows::All,
+                LogitRows::Last if ci + 1 == n_chunks => LogitRows::Last,
+                _ => LogitRows::None,
+            };
+            let pos = u32::try_from(self.pos).map_err(|_| Error::TooLarge("position"))?;
+            let got = model
+                .forward(&mut backend, part, pos, want)
+                .map_err(Error::Forward)?;
+            self.pos += part.len();
+            if got > 0 {
+                let n = got * s.n_vocab;
+                let dst = logits
+                    .get_mut(written..written + n)
+                    .ok_or(Error::TooLarge("logits buffer"))?;
+                backend
+                    .read(self.layout.logits.prefix(n), dst)
+                    .map_err(|e| Error::Forward(ForwardError::Backend(e)))?;
+                written += n;
+            }
+        }
+        Ok(())
+    }
+}

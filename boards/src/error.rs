@@ -1,0 +1,54 @@
+//! The std side's error type.
+
+use glimmer_core::cpu::CpuError;
+use glimmer_core::exec::{ForwardError, LayoutError};
+use glimmer_core::gguf::GgufError;
+use glimmer_core::model::ModelError;
+
+use crate::tokenizer::TokenizerError;
+
+/// Everything that can go wrong on the std side.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be opened or read.
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    /// The model file is malformed.
+    #[error("malformed GGUF: {0}")]
+    Gguf(GgufError),
+    /// The model file does not describe a usable model.
+    #[error("unusable model: {0}")]
+    Model(ModelError),
+    /// The tokenizer could not be built or used.
+    #[error("tokenizer: {0}")]
+    Tokenizer(#[from] TokenizerError),
+    /// The tokenizer and the embedding table disagree on the vocabulary size.
+    #[error("tokenizer has {tokenizer} tokens but the embedding table has {model} rows")]
+    VocabMismatch {
+        /// Tokens in the vocabulary.
+        tokenizer: usize,
+        /// Rows of `token_embd`.
+        model: usize,
+    },
+    /// The limits are invalid.
+    #[error("invalid limits: {0:?}")]
+    Layout(LayoutError),
+    /// A buffer would be too large, or a position ran out of range.
+    #[error("{0} too large")]
+    TooLarge(&'static str),
+    /// The forward pass failed.
+    #[error("forward pass: {0:?}")]
+    Forward(ForwardError<CpuError>),
+    /// Sampling failed.
+    #[error("sampling: {0:?}")]
+    Sample(glimmer_core::sample::SampleError),
+    /// The prompt does not fit the context.
+    #[error("prompt of {prompt} tokens does not fit a context of {ctx}")]
+    PromptTooLong {
+        /// Prompt tokens.
+        prompt: usize,
+        /// Context length.
+        ctx: usize,
+    },
+}

@@ -1,0 +1,63 @@
+//! Attention of one query row over the f16 KV cache.
+
+use half::f16;
+
+use crate::exec::AttnParams;
+
+use super::ops::softmax;
+
+/// Attention for one token at `pos`: `q` is `(n_head, head_dim)`, `out` is `(n_head, head_dim_v)`.
+///
+/// Mirrors llama.cpp's non-flash CPU path: Q is rounded to f16 before `q·k`, and the softmax
+/// weights are rounded to f16 before they weight the values.
+pub fn attend_row(
+    p: &AttnParams,
+    q: &[f32],
+    pos: u32,
+    keys: &[u16],
+    values: &[u16],
+    scores: &mut [f32],
+    out: &mut [f32],
+) {
+    let n_kv = pos as usize + 1;
+    let first = match p.window {
+        Some(w) => (pos as usize + 1).saturating_sub(w as usize),
+        None => 0,
+    };
+    let group = p.n_head / p.n_head_kv;
+    let k_dim = p.n_head_kv * p.head_dim;
+    let v_dim = p.n_head_kv * p.head_dim_v;
+    let scores = &mut scores[..n_kv - first];
+    for h in 0..p.n_head {
+        let kvh = h / group;
+        let qh = &q[h * p.head_dim..(h + 1) * p.head_dim];
+        let mut q16 = [0f32; 512];
+        let q16 = &mut q16[..p.head_dim];
+        for (d, &s) in q16.iter_mut().zip(qh) {
+            *d = f16::from_f32(s).to_f32();
+        }
+        for (j, s) in scores.iter_mut().enumerate() {
+            let t = first + j;
+            let kr = &keys[t * k_dim + kvh * p.head_dim..t * k_dim + (kvh + 1) * p.head_dim];
+            let mut acc = 0.0f32;
+            for (&kb, &qv) in kr.iter().zip(q16.iter()) {
+                acc += f16::from_bits(kb).to_f32() * qv;
+            }
+            *s = acc * p.scale;
+        }
+        softmax(scores);
+        let oh = &mut out[h * p.head_dim_v..(h + 1) * p.head_dim_v];
+        oh.fill(0.0);
+        for (j, &w) in scores.iter().enumerate() {
+            let w16 = f16::from_f32(w).to_f32();
+            if w16 == 0.0 {
+                continue;
+            }
+            let t = first + j;
+            let vr = &values[t * v_dim + kvh * p.head_dim_v..t * v_dim + (kvh + 1) * p.head_dim_v];
+            for (o, &vb) in oh.iter_mut().zip(vr) {
+                *o += w16 * f16::from_bits(vb).to_f32();
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Element-wise and row-wise kernels on plain slices (the CPU reference).
+//!
+//! Where llama.cpp's CPU backend rounds through f16 or sums in f64, these kernels do the same, so
+//! the reference stays within float-summation-order distance of it.
+
+use half::f16;
+
+use crate::model::RopeStyle;
+
+/// `out = x / sqrt(mean(x²) + eps) · w` over one row; the sum of squares is taken in f64.
+pub fn rmsnorm_row(x: &[f32], w: Option<&[f32]>, eps: f32, out: &mut [f32]) {
+    let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
+    let mean = (sum / x.len().max(1) as f64) as f32;
+    let scale = 1.0 / libm::sqrtf(mean + eps);
+    match w {
+        Some(w) => {
+            for ((o, &v), &g) in out.iter_mut().zip(x).zip(w) {
+                *o = (v * scale) * g;
+            }
+        }
+        None => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = v * scale;
+            }
+        }
+    }
+}
+
+/// In-place RMSNorm of one row.
+pub fn rmsnorm_row_inplace(x: &mut [f32], w: Option<&[f32]>, eps: f32) {
+    let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
+    let mean = (sum / x.len().max(1) as f64) as f32;
+    let scale = 1.0 / libm::sqrtf(mean + eps);
+    match w {
+        Some(w) => {
+            for (v, &g) in x.iter_mut().zip(w) {
+                *v = (*v * scale) * g;
+            }
+        }
+        None => {
+            for v in x.iter_mut() {
+                *v *= scale;
+            }
+        }
+    }
+}
+
+/// Rotates the first `rope_dim` dims of one head at position `pos`.
+///
+/// The angle of pair `i` is `pos · base^(-2i/rope_dim)`, built by repeated multiplication in
+/// f32 as GGML does.
+pub fn rope_head(head: &mut [f32], rope_dim: usize, pos: u32, base: f32, style: RopeStyle) {
+    let theta_scale = libm::powf(base, -2.0 / rope_dim as f32);
+    let mut theta = pos as f32;
+    let half = rope_dim / 2;
+    for i in 0..half {
+        let (s, c) = (libm::sinf(theta), libm::cosf(theta));
+        let (a, b) = match style {
+            RopeStyle::Interleaved => (2 * i, 2 * i + 1),
+            RopeStyle::HalfSplit => (i, i + half),
+        };
+        let (x0, x1) = (head[a], head[b]);
+        head[a] = x0 * c - x1 * s;
+        head[b] = x0 * s + x1 * c;
+        theta *= theta_scale;
+    }
+}
+
+/// `silu(x) = x / (1 + e^-x)`.
+#[inline]
+pub fn silu(x: f32) -> f32 {
+    x / (1.0 + libm::expf(-x))
+}
+
+/// GELU with the tanh approximation, evaluated the way GGML's CPU backend does: on the input
+/// rounded to f16, with the result rounded to f16 (GGML reads it from an f16 table).
+#[inline]
+pub fn gelu_tanh_f16(x: f32) -> f32 {
+    if x <= -10.0 {
+        return 0.0;
+    }
+    if x >= 10.0 {
+        return x;
+    }
+    let xh = f16::from_f32(x).to_f32();
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    const COEF_A: f32 = 0.044_715;
+    let y = 0.5 * xh * (1.0 + libm::tanhf(SQRT_2_OVER_PI * xh * (1.0 + COEF_A * xh * xh)));
+    f16::from_f32(y).to_f32()
+}
+
+/// Numerically stable softmax in place; the normalizer is summed in f64.
+pub fn softmax(x: &mut [f32]) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0f64;
+    for v in x.iter_mut() {
+        let e = if *v == f32::NEG_INFINITY {
+            0.0
+        } else {
+            libm::expf(*v - max)
+        };
+        *v = e;
+        sum += e as f64;
+    }
+    let inv = (1.0 / sum) as f32;
+    for v in x.iter_mut() {
+        *v *= inv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rmsnorm_unit_rms() {
+        let x = [3.0f32, -4.0, 0.0, 5.0];
+        let mut out = [0.0f32; 4];
+        rmsnorm_row(&x, None, 0.0, &mut out);
+        let ms: f32 = out.iter().map(|v| v * v).sum::<f32>() / 4.0;
+        assert!((ms - 1.0).abs() < 1e-6, "{ms}");
+    }
+
+    #[test]
+    fn rope_pos0_is_identity_and_preserves_norm() {
+        let mut h = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let orig = h;
+        rope_head(&mut h, 4, 0, 10000.0, RopeStyle::Interleaved);
+        assert_eq!(h, orig);
+        rope_head(&mut h, 4, 7, 10000.0, RopeStyle::HalfSplit);
+        let n0: f32 = orig[..4].iter().map(|v| v * v).sum();
+        let n1: f32 = h[..4].iter().map(|v| v * v).sum();
+        assert!((n0 - n1).abs() < 1e-4);
+        assert_eq!(h[4..], orig[4..]);
+    }
+
+    #[test]
+    fn softmax_sums_to_one_and_masks() {
+        let mut x = [1.0f32, 2.0, f32::NEG_INFINITY, 0.5];
+        softmax(&mut x);
+        assert_eq!(x[2], 0.0);
+        assert!((x.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+        assert!(x[1] > x[0] && x[0] > x[3]);
+    }
+
+    #[test]
+    fn gelu_matches_reference_points() {
+        assert_eq!(gelu_tanh_f16(-20.0), 0.0);
+        assert_eq!(gelu_tanh_f16(12.0), 12.0);
+        assert!((gelu_tanh_f16(1.0) - 0.8412).abs() < 1e-3);
+        assert!((silu(1.0) - 0.731_058_6).abs() < 1e-6);
+    }
+}

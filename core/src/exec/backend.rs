@@ -1,0 +1,121 @@
+//! The [`Backend`] trait: the kernel set the forward pass is written against.
+
+use crate::model::{Activation, RopeStyle, Tensor};
+
+/// A region of the activation arena, in `f32` elements.
+///
+/// Backends own the arena; the forward pass only names regions of it. Two regions passed to one
+/// op must either be identical (an in-place op, where the op allows it) or disjoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buf {
+    /// First element.
+    pub off: usize,
+    /// Length in elements.
+    pub len: usize,
+}
+
+impl Buf {
+    /// The first `len` elements of this region.
+    pub const fn prefix(self, len: usize) -> Buf {
+        Buf { off: self.off, len }
+    }
+
+    /// `rows` rows of `width` elements starting at row `row`.
+    pub const fn rows(self, row: usize, rows: usize, width: usize) -> Buf {
+        Buf {
+            off: self.off + row * width,
+            len: rows * width,
+        }
+    }
+}
+
+/// Shape and masking of one attention call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttnParams {
+    /// Decoder layer (selects the KV cache).
+    pub layer: usize,
+    /// Query heads.
+    pub n_head: usize,
+    /// Key/value heads; query head `h` reads KV head `h / (n_head / n_head_kv)`.
+    pub n_head_kv: usize,
+    /// Key width per head.
+    pub head_dim: usize,
+    /// Value width per head.
+    pub head_dim_v: usize,
+    /// Multiplier on `q·k` before the softmax.
+    pub scale: f32,
+    /// Sliding window: a key at `p_k` is visible to a query at `p_q` iff `p_q - p_k < window`.
+    pub window: Option<u32>,
+}
+
+/// The kernels one forward pass needs.
+///
+/// All activations are row-major `f32` in the backend's arena; `rows` is the number of tokens in
+/// the batch. Weights are [`Tensor`]s in any computable block format. After the backend has been
+/// prepared for a plan, no method may allocate.
+///
+/// The CPU backend ([`crate::cpu::CpuBackend`]) is the reference every other backend is tested
+/// against.
+pub trait Backend {
+    /// The backend's error type.
+    type Error: Copy + core::fmt::Debug;
+
+    /// `out[r] = table[tokens[r]]` (dequantized), for each token.
+    fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), Self::Error>;
+
+    /// Row-wise RMSNorm over rows of `dim`: `out = x / rms(x) · weight` (weight omitted: scale 1).
+    /// `x == out` is allowed.
+    fn rmsnorm(
+        &mut self,
+        x: Buf,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), Self::Error>;
+
+    /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
+    fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf)
+        -> Result<(), Self::Error>;
+
+    /// Rotates the first `rope_dim` dims of each head in place; row `r` is at `positions[r]`.
+    /// `x` is `(positions.len(), n_heads, head_dim)`.
+    #[allow(clippy::too_many_arguments)]
+    fn rope(
+        &mut self,
+        x: Buf,
+        n_heads: usize,
+        head_dim: usize,
+        rope_dim: usize,
+        positions: &[u32],
+        base: f32,
+        style: RopeStyle,
+    ) -> Result<(), Self::Error>;
+
+    /// Stores keys and values of `positions.len()` tokens in layer `layer`'s cache.
+    fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, positions: &[u32])
+        -> Result<(), Self::Error>;
+
+    /// Causal attention of `q` (`(rows, n_head, head_dim)`, rows at `positions`) over the
+    /// layer's cache, which already holds every position up to each query's own.
+    /// Writes `(rows, n_head, head_dim_v)` to `out`.
+    fn attention(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        out: Buf,
+    ) -> Result<(), Self::Error>;
+
+    /// `gate = act(gate) · up`, element-wise.
+    fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), Self::Error>;
+
+    /// `x += y`, element-wise.
+    fn add(&mut self, x: Buf, y: Buf) -> Result<(), Self::Error>;
+
+    /// `x *= s`, element-wise.
+    fn scale(&mut self, x: Buf, s: f32) -> Result<(), Self::Error>;
+
+    /// Copies a region back to host memory.
+    fn read(&mut self, src: Buf, dst: &mut [f32]) -> Result<(), Self::Error>;
+}
