@@ -28,6 +28,7 @@
 
 mod value;
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::io::{self, Read, Write};
 
@@ -124,6 +125,8 @@ pub struct GgufWriter {
     alignment: usize,
     kvs: Vec<(String, OwnedValue)>,
     tensors: Vec<PendingTensor>,
+    kv_index: HashMap<String, usize>,
+    names: HashSet<String>,
 }
 
 impl fmt::Debug for GgufWriter {
@@ -151,6 +154,8 @@ impl GgufWriter {
             alignment: DEFAULT_ALIGNMENT,
             kvs: Vec::new(),
             tensors: Vec::new(),
+            kv_index: HashMap::new(),
+            names: HashSet::new(),
         }
     }
 
@@ -177,9 +182,12 @@ impl GgufWriter {
                 }
             }
         }
-        match self.kvs.iter_mut().find(|(k, _)| *k == key) {
+        match self.kv_index.get(&key).and_then(|&i| self.kvs.get_mut(i)) {
             Some(slot) => slot.1 = value,
-            None => self.kvs.push((key, value)),
+            None => {
+                self.kv_index.insert(key.clone(), self.kvs.len());
+                self.kvs.push((key, value));
+            }
         }
         self
     }
@@ -273,6 +281,7 @@ impl GgufWriter {
     }
 
     fn push(&mut self, name: String, ty: GgmlType, dims: &[u64], size: u64, source: Source) {
+        self.names.insert(name.clone());
         self.tensors.push(PendingTensor {
             name,
             ty,
@@ -283,7 +292,7 @@ impl GgufWriter {
     }
 
     fn check_tensor(&self, name: &str, ty: GgmlType, dims: &[u64]) -> Result<u64, GgufWriteError> {
-        if self.tensors.iter().any(|t| t.name == name) {
+        if self.names.contains(name) {
             return Err(GgufWriteError::DuplicateTensor {
                 name: name.to_owned(),
             });
@@ -304,7 +313,7 @@ impl GgufWriter {
             return Err(GgufWriteError::ZeroDim { name, dim });
         }
         let ne0 = dims[0]; // dims is not empty, checked above.
-        if ne0 % ty.block_size() as u64 != 0 {
+        if !ne0.is_multiple_of(ty.block_size() as u64) {
             return Err(GgufWriteError::NotBlockAligned { name, ne0, ty });
         }
         let n_elements = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));

@@ -47,7 +47,7 @@ fn keys_replace_in_place() {
     w.kv_u32("a", 1).kv_str("b", "x").kv_u32("a", 2);
     let bytes = w.to_bytes();
     let g = Gguf::parse(&bytes).unwrap();
-    let keys: Vec<_> = g.kvs().map(|(k, v)| (k, v)).collect();
+    let keys: Vec<_> = g.kvs().collect();
     assert_eq!(keys, [("a", Value::U32(2)), ("b", Value::Str("x"))]);
 }
 
