@@ -14,9 +14,9 @@ use core::cmp::Ordering;
 pub(crate) const CHUNK: usize = 128;
 
 /// 64-bit FNV-1a: cheap, and good enough to spread names over a sorted chunk.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+fn fnv1a(s: &[u8]) -> u64 {
+    s.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
 
@@ -24,14 +24,14 @@ fn fnv1a(s: &str) -> u64 {
 /// Returns the indices of the two occurrences, earlier first.
 pub(crate) fn find_duplicate<'a, I>(walk: impl Fn() -> I) -> Option<(usize, usize)>
 where
-    I: Iterator<Item = &'a str>,
+    I: Iterator<Item = &'a [u8]>,
 {
-    let by_hash_then_name = |a: &(u64, usize, &str), b: &(u64, usize, &str)| -> Ordering {
+    let by_hash_then_name = |a: &(u64, usize, &[u8]), b: &(u64, usize, &[u8])| -> Ordering {
         a.0.cmp(&b.0).then_with(|| a.2.cmp(b.2))
     };
     let mut start = 0usize;
     loop {
-        let mut buf = [(0u64, 0usize, ""); CHUNK];
+        let mut buf = [(0u64, 0usize, &[][..]); CHUNK];
         let mut rest = walk().enumerate().skip(start);
         let mut len = 0usize;
         for (slot, (i, name)) in buf.iter_mut().zip(rest.by_ref()) {
@@ -66,6 +66,35 @@ where
         }
         start = start.checked_add(len)?;
     }
+}
+
+/// What a single pass over ranges in table order found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SortedCheck {
+    /// Starts never decrease and no range overlaps the next: all are disjoint.
+    Disjoint,
+    /// The ranges at these indices overlap.
+    Overlap(usize, usize),
+    /// A range starts before its predecessor; the pass proves nothing.
+    Unsorted,
+}
+
+/// The O(n) check for tables in offset order (every real file): with non-decreasing starts,
+/// ranges are disjoint iff each ends by the next one's start.
+pub(crate) fn check_sorted(ranges: impl Iterator<Item = (u64, u64)>) -> SortedCheck {
+    let mut prev: Option<(u64, u64, usize)> = None;
+    for (i, (lo, hi)) in ranges.enumerate() {
+        if let Some((plo, phi, pi)) = prev {
+            if lo < plo {
+                return SortedCheck::Unsorted;
+            }
+            if phi > lo {
+                return SortedCheck::Overlap(pi, i);
+            }
+        }
+        prev = Some((lo, hi, i));
+    }
+    SortedCheck::Disjoint
 }
 
 /// Finds two overlapping half-open ranges `start..end` among those `walk` yields (each call
@@ -122,7 +151,7 @@ mod tests {
         use std::string::String;
         use std::vec::Vec;
         let mut names: Vec<String> = (0..3 * CHUNK + 5).map(|i| format!("t{i}")).collect();
-        let walk = |v: &Vec<String>| find_duplicate(|| v.iter().map(|s| s.as_str()));
+        let walk = |v: &Vec<String>| find_duplicate(|| v.iter().map(|s| s.as_bytes()));
         assert_eq!(walk(&names), None);
         names[2 * CHUNK + 7] = String::from("t3"); // across chunks
         assert_eq!(walk(&names), Some((3, 2 * CHUNK + 7)));
@@ -141,6 +170,15 @@ mod tests {
         let mut ranges: Vec<(u64, u64)> = order.iter().map(|&k| (k * 16, k * 16 + 10)).collect();
         let walk = |r: &Vec<(u64, u64)>| find_overlap(|| r.iter().copied());
         assert_eq!(walk(&ranges), None);
+        assert_eq!(check_sorted(ranges.iter().copied()), SortedCheck::Unsorted);
+        let mut sorted = ranges.clone();
+        sorted.sort_unstable();
+        assert_eq!(check_sorted(sorted.iter().copied()), SortedCheck::Disjoint);
+        sorted[7].1 = sorted[8].0 + 1;
+        assert_eq!(
+            check_sorted(sorted.iter().copied()),
+            SortedCheck::Overlap(7, 8)
+        );
         // Make the last range cover one byte of a range that sits in the first chunk.
         let victim = ranges[5];
         ranges[n - 1] = (victim.1 - 1, victim.1 + 3);

@@ -321,6 +321,12 @@ pub enum GgufError {
         /// The other tensor.
         second: ErrName,
     },
+    /// More than [`super::MAX_UNSORTED_TENSORS`] tensors whose offsets do not increase in
+    /// table order (checking them for overlaps would take too long).
+    UnsortedTensorTable {
+        /// The number of tensors.
+        count: usize,
+    },
     /// The same tensor name appears twice.
     DuplicateTensor {
         /// The name.
@@ -335,9 +341,10 @@ impl GgufError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::Truncated { .. } => ErrorKind::Truncated,
-            Self::UnsupportedVersion { .. } | Self::BigEndian { .. } | Self::NestedArray { .. } => {
-                ErrorKind::Unsupported
-            }
+            Self::UnsupportedVersion { .. }
+            | Self::BigEndian { .. }
+            | Self::NestedArray { .. }
+            | Self::UnsortedTensorTable { .. } => ErrorKind::Unsupported,
             Self::WrongType { .. } | Self::IntOutOfRange { .. } => ErrorKind::WrongType,
             _ => ErrorKind::Malformed,
         }
@@ -450,6 +457,12 @@ impl fmt::Display for GgufError {
             ),
             Self::OverlappingTensors { first, second } => {
                 write!(f, "tensors {first} and {second} overlap")
+            }
+            Self::UnsortedTensorTable { count } => {
+                write!(
+                    f,
+                    "{count} tensors out of offset order (overlap check limited)"
+                )
             }
             Self::DuplicateTensor { tensor, index } => {
                 write!(f, "duplicate tensor name {tensor} (#{index})")

@@ -38,9 +38,15 @@
 //!   - an offset that is not a multiple of the alignment, or data past the end of the buffer;
 //!   - duplicate names, or overlapping byte ranges.
 //!
-//! The last two whole-table checks use no allocation and accept tables in any order. They
-//! sort fixed chunks of 128 entries on the stack and look every later entry up in each
-//! chunk. That costs one table walk per 128 entries, which is why the counts are capped.
+//! The whole-table checks use no allocation:
+//! - **Overlaps.** When offsets increase in table order (every real file), one pass over
+//!   adjacent pairs suffices. Otherwise the table is checked chunk by chunk (below), but only
+//!   up to [`MAX_UNSORTED_TENSORS`]; a larger unsorted table is
+//!   [`GgufError::UnsortedTensorTable`].
+//! - **Duplicate names and keys.** Fixed chunks of 128 entries are sorted on the stack
+//!   (hash, then name), and every later entry is looked up in each chunk. That is one table
+//!   walk per 128 entries, the reason for the [`MAX_TENSORS`] and [`MAX_KVS`] caps: a file at
+//!   both caps parses in under a second on a desktop core.
 //!
 //! Absurd counts and lengths fail fast: a count whose minimal entries could not fit in the
 //! bytes that remain is reported as `Truncated` before anything is read.
@@ -66,6 +72,8 @@ pub const DEFAULT_ALIGNMENT: usize = 32;
 pub const MAX_ALIGNMENT: usize = 1 << 20;
 /// Most tensors a file may declare.
 pub const MAX_TENSORS: usize = 1 << 16;
+/// Most tensors a file may list out of offset order (see [`GgufError::UnsortedTensorTable`]).
+pub const MAX_UNSORTED_TENSORS: usize = 4096;
 /// Most key/value entries a file may declare.
 pub const MAX_KVS: usize = 1 << 14;
 /// Longest string accepted, in bytes; a longer declared length is [`GgufError::StringTooLong`].

@@ -2,12 +2,12 @@
 
 use core::fmt;
 
-use super::checks::{find_duplicate, find_overlap};
+use super::checks::{check_sorted, find_duplicate, find_overlap, SortedCheck};
 use super::cursor::Cursor;
 use super::error::{ErrName, Field, GgufError};
 use super::tensor::{read_tensor_info, RawTensor, TensorInfo};
 use super::value::{read_value, ArrayView, Value, ValueType};
-use super::{DEFAULT_ALIGNMENT, MAGIC, MAX_ALIGNMENT, MAX_KVS, MAX_TENSORS};
+use super::{DEFAULT_ALIGNMENT, MAGIC, MAX_ALIGNMENT, MAX_KVS, MAX_TENSORS, MAX_UNSORTED_TENSORS};
 
 /// The key that sets the data alignment.
 const ALIGNMENT_KEY: &str = "general.alignment";
@@ -91,7 +91,7 @@ impl<'a> Gguf<'a> {
             cur: Cursor::new(data, kv_start),
             left: n_kv,
         };
-        if let Some((_, second)) = find_duplicate(|| kvs.clone().map(|(k, _)| k)) {
+        if let Some((_, second)) = find_duplicate(|| kvs.clone().map(|(k, _)| k.as_bytes())) {
             let key = kvs
                 .clone()
                 .nth(second)
@@ -149,7 +149,7 @@ impl<'a> Gguf<'a> {
                 .nth(i)
                 .map_or(ErrName::EMPTY, |t| ErrName::new(t.name))
         };
-        if let Some((_, second)) = find_duplicate(|| self.raw_tensors().map(|t| t.name)) {
+        if let Some((_, second)) = find_duplicate(|| self.tensor_names()) {
             return Err(GgufError::DuplicateTensor {
                 tensor: name_at(second),
                 index: second,
@@ -160,13 +160,38 @@ impl<'a> Gguf<'a> {
             self.raw_tensors()
                 .map(|t| (t.offset, t.offset.saturating_add(t.size)))
         };
-        if let Some((first, second)) = find_overlap(ranges) {
+        let overlap = match check_sorted(ranges()) {
+            SortedCheck::Disjoint => None,
+            SortedCheck::Overlap(first, second) => Some((first, second)),
+            SortedCheck::Unsorted if self.n_tensors > MAX_UNSORTED_TENSORS => {
+                return Err(GgufError::UnsortedTensorTable {
+                    count: self.n_tensors,
+                });
+            }
+            SortedCheck::Unsorted => find_overlap(ranges),
+        };
+        if let Some((first, second)) = overlap {
             return Err(GgufError::OverlappingTensors {
                 first: name_at(first),
                 second: name_at(second),
             });
         }
         Ok(())
+    }
+
+    /// The tensor names as raw bytes, skimming the validated table (no UTF-8 or shape
+    /// checks): the cheap walk the duplicate-name check repeats.
+    fn tensor_names(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let mut cur = Cursor::new(self.data, self.tensor_start);
+        (0..self.n_tensors).map_while(move |_| {
+            let len = usize::try_from(cur.u64(Field::StringLength).ok()?).ok()?;
+            let name = cur.take(len, Field::StringBytes).ok()?;
+            let n_dims = usize::try_from(cur.u32(Field::TensorNDims).ok()?).ok()?;
+            // dims, then the u32 type and the u64 offset.
+            let rest = n_dims.checked_mul(8)?.checked_add(4 + 8)?;
+            cur.take(rest, Field::TensorDims).ok()?;
+            Some(name)
+        })
     }
 
     /// The format version (2 or 3).

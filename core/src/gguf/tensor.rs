@@ -116,7 +116,7 @@ pub(crate) fn read_tensor_info<'a>(
     }
     let ne0 = dims[0];
     let block = ty.block_size();
-    if ne0 % block as u64 != 0 {
+    if !ne0.is_multiple_of(block as u64) {
         return Err(GgufError::RowNotBlockAligned {
             tensor: tensor(),
             index,
