@@ -5,7 +5,8 @@ use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model
 use glimmer_core::model::{ModelSpec, Weights};
 
 use crate::model_file::ModelFile;
-use crate::tokenizer::{vocab_from_gguf, Tokenizer};
+use crate::tokenizer::gguf::vocab_from_gguf;
+use crate::tokenizer::Tokenizer;
 use crate::Error;
 
 /// A model loaded from a mapped file: spec, weights and tokenizer.

@@ -172,8 +172,9 @@ fn quantize_matches_gguf_py() {
             "{}: block {first_bad:?} differs",
             c.name
         );
-        // The activation quantizer of the same type must agree too.
-        if matches!(ty, GgmlType::Q8_0 | GgmlType::F16 | GgmlType::BF16) {
+        // The activation quantizer of the same type must agree too (Q8_0 activations round as
+        // llama.cpp's x86 path does, not as gguf-py does, so they are tested in core).
+        if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
             let mut act = vec![0u8; want.len()];
             quant::quantize_row(ty, &x, &mut act).expect("quantize_row");
             assert!(act == want, "{}: quantize_row differs from gguf-py", c.name);

@@ -16,7 +16,7 @@ mod bpe;
 mod error;
 // `gguf` is written against the core GGUF reader (`glimmer_core::gguf::Gguf`); declare it
 // once that reader is merged:
-// pub mod gguf;
+pub mod gguf;
 mod partition;
 mod specials;
 mod spm;

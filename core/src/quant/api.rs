@@ -155,7 +155,7 @@ pub fn quantize_row(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(), Qua
     }
     check_bytes(ty, src.len(), dst.len())?;
     match ty {
-        T::Q8_0 => q::quantize_q8_0(src, blocks_mut(dst)?),
+        T::Q8_0 => q::quantize_q8_0_act(src, blocks_mut(dst)?),
         T::Q8_1 => q::quantize_q8_1(src, blocks_mut(dst)?),
         T::Q8_K => q::quantize_q8_k(src, blocks_mut(dst)?),
         _ => quantize_float(ty, src, dst)?,

@@ -59,7 +59,34 @@ fn q8_block(x: &[f32], qs: &mut [i8; QK32]) -> f32 {
     d
 }
 
-/// f32 → Q8_0 (activations, also usable for weights): per 32, `d = max|x| / 127`,
+/// Activation quants of 32 values as llama.cpp's x86 CPU backend writes them:
+/// `q = round_half_even(x * (127 / amax))`. Returns the f32 scale `d = amax / 127`.
+///
+/// This differs from [`q8_block`] (ggml's scalar reference, which gguf-py follows) in the last
+/// bit now and then; the model's logits are sensitive enough to such flips that matching the
+/// reference we test against matters.
+#[inline]
+fn q8_block_act(x: &[f32], qs: &mut [i8; QK32]) -> f32 {
+    let amax = x
+        .iter()
+        .fold(0.0f32, |m, v| if v.abs() > m { v.abs() } else { m });
+    let d = amax / 127.0;
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    for (&v, q) in x.iter().zip(qs.iter_mut()) {
+        *q = round_even(v * id).clamp(-128, 127) as i8;
+    }
+    d
+}
+
+/// f32 → Q8_0 activations (llama.cpp's x86 rounding, see [`q8_block_act`]).
+pub fn quantize_q8_0_act(x: &[f32], out: &mut [BlockQ8_0]) {
+    for (x, b) in x.chunks_exact(QK32).zip(out.iter_mut()) {
+        let d = q8_block_act(x, &mut b.qs);
+        b.d = F16Le::from_f32(d);
+    }
+}
+
+/// f32 → Q8_0 weights, as ggml's reference quantizer (and gguf-py): per 32, `d = max|x| / 127`,
 /// `q = roundf(x / d)`.
 pub fn quantize_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {
     for (x, b) in x.chunks_exact(QK32).zip(out.iter_mut()) {
@@ -71,7 +98,7 @@ pub fn quantize_q8_0(x: &[f32], out: &mut [BlockQ8_0]) {
 /// f32 → Q8_1: as Q8_0, plus `s = d * sum(q)` using the f32 `d` before it is rounded to f16.
 pub fn quantize_q8_1(x: &[f32], out: &mut [BlockQ8_1]) {
     for (x, b) in x.chunks_exact(QK32).zip(out.iter_mut()) {
-        let d = q8_block(x, &mut b.qs);
+        let d = q8_block_act(x, &mut b.qs);
         let sum: i32 = b.qs.iter().map(|&q| i32::from(q)).sum();
         b.d = F16Le::from_f32(d);
         b.s = F16Le::from_f32(sum as f32 * d);

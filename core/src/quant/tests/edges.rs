@@ -46,13 +46,25 @@ fn scale_min_packing_round_trips() {
 }
 
 #[test]
-fn q8_0_rounds_halves_away_from_zero() {
+fn q8_0_weights_round_halves_away_from_zero() {
+    let mut x = [0.0f32; 32];
+    x[..7].copy_from_slice(&[127.0, 2.5, -2.5, 0.5, -0.5, 1.5, -126.5]);
+    let mut q = [0u8; 34];
+    crate::quant::quantize_weights(GgmlType::Q8_0, &x, &mut q).unwrap();
+    let b: &[BlockQ8_0] = bytemuck::cast_slice(&q);
+    assert_eq!(b[0].d.to_f32(), 1.0);
+    assert_eq!(&b[0].qs[..7], &[127, 3, -3, 1, -1, 2, -127]);
+}
+
+/// Activations follow llama.cpp's x86 path: `127 / amax` and halves to even.
+#[test]
+fn q8_0_activations_round_halves_to_even() {
     let mut x = [0.0f32; 32];
     x[..7].copy_from_slice(&[127.0, 2.5, -2.5, 0.5, -0.5, 1.5, -126.5]);
     let q = quant_a(GgmlType::Q8_0, &x);
     let b: &[BlockQ8_0] = bytemuck::cast_slice(&q);
     assert_eq!(b[0].d.to_f32(), 1.0);
-    assert_eq!(&b[0].qs[..7], &[127, 3, -3, 1, -1, 2, -127]);
+    assert_eq!(&b[0].qs[..7], &[127, 2, -2, 0, 0, 2, -126]);
 }
 
 #[test]
