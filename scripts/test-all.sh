@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Glimmer test command: formatting, lints, the no_std build of the core, cross
+# checks for the aarch64 targets, and the whole test suite. It needs the models from
+# scripts/fetch-models.sh for the golden tests (those skip, with a message, without them).
+# It never uses the reference venv: the golden fixtures are committed.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n=== %s ===\n' "$*" >&2; }
+
+step "cargo fmt --all --check"
+cargo fmt --all --check
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo build -p glimmer-core --target thumbv7em-none-eabihf"
+cargo build -p glimmer-core --target thumbv7em-none-eabihf
+
+step "cargo check --workspace --target aarch64-unknown-linux-gnu"
+cargo check --workspace --target aarch64-unknown-linux-gnu
+
+step "cargo check --workspace --target aarch64-apple-darwin"
+cargo check --workspace --target aarch64-apple-darwin
+
+step "cargo test --workspace --release"
+cargo test --workspace --release
+
+step "all checks passed"
