@@ -3,11 +3,19 @@
 //! The fixtures in `tests/fixtures/golden/` were written by `scripts/gen_golden.py` with
 //! llama-cpp-python on the same GGUF files. For every fixture prompt this checks:
 //! - tokenization is identical;
-//! - the top-1 token agrees at every position, and the largest logit error over the stored
-//!   logits (top 16 at every position, 512 sampled ids every 8th position) stays under
-//!   1e-2 × max |logit| of that position;
-//! - 64 greedy tokens are identical, or diverge only where our own top two logits are within
-//!   float-summation distance (then the divergence is counted and printed).
+//! - the largest logit error over the stored logits (top 16 at every position, 512 sampled ids
+//!   every 8th position) stays under a bound relative to max |logit| of that position, its mean
+//!   over all positions under a tighter one, and at position 0 (no attention mixing yet) under a
+//!   much tighter one (Gemma 3 agrees there to 2e-7);
+//! - the top-1 token agrees at every position, except where llama.cpp's own top two are closer
+//!   than the bound (then the flip is counted and printed);
+//! - 64 greedy tokens are identical, or diverge only on such a near-tie.
+//!
+//! Why the bounds are not 1e-2 everywhere: both models run their matmuls on activations
+//! rounded to 8 bits, and one flipped rounding moves later logits by tenths. llama.cpp itself
+//! moves by 0.8-2.9 between one-token and whole-prompt evaluation of the same text, and sits 1.1
+//! (SmolLM2) and 1.5 (Gemma 3) away from an exact f64 evaluation of the same dequantized weights.
+//! BENCHMARKS.md ("Agreement with llama.cpp") has the measurements.
 
 use glimmer_boards::engine::{Engine, Loaded};
 use glimmer_boards::model_file::{ModelFile, DEFAULT_MODEL, GEMMA3_MODEL};
@@ -45,15 +53,6 @@ struct Sampled {
     logits: Vec<f32>,
 }
 
-/// Error bound relative to max |logit| for Gemma 3 (Q4_K/Q5_0/Q6_K/Q8_0 weights).
-const GEMMA3_TOL: f32 = 1.0;
-/// Error bound for SmolLM2 Q4_1. See BENCHMARKS.md ("Agreement with llama.cpp"): with 8-bit
-/// activations this model is chaotic in the last bit — llama.cpp differs from itself by up to
-/// 0.2 logits between batched and one-token evaluation, and from an exact f64 evaluation of the
-/// same dequantized weights by up to 1.1 — so two correct implementations that sum in a
-/// different order land further apart than 1e-2 of max |logit|.
-const SMOLLM2_TOL: f32 = 1.0;
-
 /// What one model's run found, printed at the end.
 #[derive(Default)]
 struct Stats {
@@ -61,6 +60,8 @@ struct Stats {
     near_ties: usize,
     worst_rel: f32,
     worst_abs: f32,
+    sum_rel: f64,
+    worst_first_rel: f32,
     greedy_same: usize,
     greedy_diverged: usize,
 }
@@ -88,13 +89,18 @@ fn check_logits(engine: &mut Engine, p: &Prompt, fx: &Fixture, tol: f32, stats: 
             let want = &p.positions[pos];
             let ours = argmax(row).unwrap();
             if ours != want.top[0].0 {
-                // Only a near-tie in llama.cpp's own logits may flip: its top two must be
-                // closer than the error bound, and our pick must be one of them.
-                let margin = want.top[0].1 - want.top[1].1;
+                // Only a near-tie in llama.cpp's own logits may flip: our pick must be among its
+                // top 16, within the error bound of its top-1.
+                let theirs = want.top.iter().find(|(id, _)| *id == ours).map(|(_, v)| *v);
+                let gap = theirs.map(|v| want.top[0].1 - v);
                 assert!(
-                    margin < tol * want.max_abs && ours == want.top[1].0,
-                    "{}: top-1 differs at position {pos}: ours {ours} ({}), llama.cpp {} ({}) with margin {margin}",
-                    p.name, row[ours as usize], want.top[0].0, want.top[0].1
+                    gap.is_some_and(|g| g < tol * want.max_abs),
+                    "{}: top-1 differs at position {pos}: ours {ours} ({}), llama.cpp {} ({}), \
+                     llama.cpp's gap to ours {gap:?}",
+                    p.name,
+                    row[ours as usize],
+                    want.top[0].0,
+                    want.top[0].1
                 );
                 stats.near_ties += 1;
             }
@@ -110,6 +116,10 @@ fn check_logits(engine: &mut Engine, p: &Prompt, fx: &Fixture, tol: f32, stats: 
             }
             let rel = err / want.max_abs.max(1e-6);
             stats.positions += 1;
+            stats.sum_rel += rel as f64;
+            if pos == 0 {
+                stats.worst_first_rel = stats.worst_first_rel.max(rel);
+            }
             assert!(
                 rel < tol,
                 "{}: logit error {err} at position {pos} is {rel} of max |logit| {}",
@@ -120,7 +130,12 @@ fn check_logits(engine: &mut Engine, p: &Prompt, fx: &Fixture, tol: f32, stats: 
             worst_abs = worst_abs.max(err);
         }
     }
-    assert_eq!(next_sample, p.sampled.len(), "{}: every sampled position checked", p.name);
+    assert_eq!(
+        next_sample,
+        p.sampled.len(),
+        "{}: every sampled position checked",
+        p.name
+    );
     eprintln!(
         "{:>12}: {:4} tokens, max_diff {worst_abs:.5} (rel {worst_rel:.2e})",
         p.name,
@@ -135,7 +150,9 @@ fn check_logits(engine: &mut Engine, p: &Prompt, fx: &Fixture, tol: f32, stats: 
 fn check_greedy(engine: &mut Engine, p: &Prompt, n_vocab: usize, tol: f32) -> Option<usize> {
     let mut logits = vec![0.0f32; n_vocab];
     engine.reset();
-    engine.forward(&p.tokens, LogitRows::Last, &mut logits).expect("prefill");
+    engine
+        .forward(&p.tokens, LogitRows::Last, &mut logits)
+        .expect("prefill");
     for (i, &want) in p.greedy.iter().enumerate() {
         let ours = argmax(&logits).unwrap();
         if ours != want {
@@ -152,12 +169,25 @@ fn check_greedy(engine: &mut Engine, p: &Prompt, n_vocab: usize, tol: f32) -> Op
             );
             return Some(i);
         }
-        engine.forward(&[ours], LogitRows::Last, &mut logits).expect("decode");
+        engine
+            .forward(&[ours], LogitRows::Last, &mut logits)
+            .expect("decode");
     }
     None
 }
 
-fn run_model(file_name: &str, fixture: &str, tol: f32) {
+/// Bounds one model's run must stay within, relative to max |logit| at each position.
+struct Bounds {
+    /// Largest error at any position.
+    any: f32,
+    /// Mean error over all positions.
+    mean: f32,
+    /// Largest error at position 0, where no attention mixing happens yet.
+    first: f32,
+}
+
+fn run_model(file_name: &str, fixture: &str, bounds: Bounds) {
+    let tol = bounds.any;
     let Some(path) = real_model(file_name) else {
         return;
     };
@@ -177,8 +207,15 @@ fn run_model(file_name: &str, fixture: &str, tol: f32) {
     assert!(fx.prompts.len() >= 8, "at least 8 fixture prompts");
     let mut stats = Stats::default();
     for p in &fx.prompts {
-        let ids = loaded.tokenizer.encode(&p.text, true, true).expect("encode");
-        assert_eq!(ids, p.tokens, "{}: tokenization differs from llama.cpp", p.name);
+        let ids = loaded
+            .tokenizer
+            .encode(&p.text, true, true)
+            .expect("encode");
+        assert_eq!(
+            ids, p.tokens,
+            "{}: tokenization differs from llama.cpp",
+            p.name
+        );
         assert_eq!(p.positions.len(), p.tokens.len());
         check_logits(&mut engine, p, &fx, tol, &mut stats);
         match check_greedy(&mut engine, p, fx.n_vocab, tol) {
@@ -187,24 +224,55 @@ fn run_model(file_name: &str, fixture: &str, tol: f32) {
         }
     }
     eprintln!(
-        "{fixture}: {} positions, max_diff {:.4} (rel {:.2e}, bound {tol:.0e}); top-1 flips on llama.cpp near-ties: {}; \
+        "{fixture}: {} positions, max_diff {:.4} (rel {:.2e}, bound {tol:.0e}), mean rel {:.2e}, \
+         position 0 rel {:.2e}; top-1 flips on llama.cpp near-ties: {}; \
          greedy 64 identical for {}/{} prompts ({} diverged on near-ties)",
         stats.positions,
         stats.worst_abs,
         stats.worst_rel,
+        stats.sum_rel / stats.positions as f64,
+        stats.worst_first_rel,
         stats.near_ties,
         stats.greedy_same,
         fx.prompts.len(),
         stats.greedy_diverged,
     );
+    let mean = (stats.sum_rel / stats.positions as f64) as f32;
+    assert!(
+        mean < bounds.mean,
+        "mean relative error {mean} over bound {}",
+        bounds.mean
+    );
+    assert!(
+        stats.worst_first_rel < bounds.first,
+        "position-0 relative error {} over bound {}",
+        stats.worst_first_rel,
+        bounds.first
+    );
 }
 
 #[test]
 fn smollm2_matches_llama_cpp() {
-    run_model(DEFAULT_MODEL, "smollm2", SMOLLM2_TOL);
+    run_model(
+        DEFAULT_MODEL,
+        "smollm2",
+        Bounds {
+            any: 0.1,
+            mean: 0.02,
+            first: 0.03,
+        },
+    );
 }
 
 #[test]
 fn gemma3_matches_llama_cpp() {
-    run_model(GEMMA3_MODEL, "gemma3", GEMMA3_TOL);
+    run_model(
+        GEMMA3_MODEL,
+        "gemma3",
+        Bounds {
+            any: 0.1,
+            mean: 0.03,
+            first: 1e-4,
+        },
+    );
 }

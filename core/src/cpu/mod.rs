@@ -114,7 +114,11 @@ impl Backend for CpuBackend<'_> {
             Some(t) => Some(f32_weight(t)?),
             None => None,
         };
-        if dim == 0 || x.len % dim != 0 || out.len != x.len || w.is_some_and(|w| w.len() != dim) {
+        if dim == 0
+            || !x.len.is_multiple_of(dim)
+            || out.len != x.len
+            || w.is_some_and(|w| w.len() != dim)
+        {
             return Err(CpuError::BadRegion);
         }
         if x == out {
@@ -188,9 +192,15 @@ impl Backend for CpuBackend<'_> {
         Ok(())
     }
 
-    fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, positions: &[u32]) -> Result<(), CpuError> {
+    fn kv_store(
+        &mut self,
+        layer: usize,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), CpuError> {
         let n = positions.len();
-        if n == 0 || k.len % n != 0 || v.len % n != 0 {
+        if n == 0 || !k.len.is_multiple_of(n) || !v.len.is_multiple_of(n) {
             return Err(CpuError::BadRegion);
         }
         let (kd, vd) = (k.len / n, v.len / n);
@@ -213,7 +223,7 @@ impl Backend for CpuBackend<'_> {
         positions: &[u32],
         out: Buf,
     ) -> Result<(), CpuError> {
-        if p.head_dim > 512 || p.n_head_kv == 0 || p.n_head % p.n_head_kv != 0 {
+        if p.head_dim > 512 || p.n_head_kv == 0 || !p.n_head.is_multiple_of(p.n_head_kv) {
             return Err(CpuError::HeadTooWide);
         }
         let qw = p.n_head * p.head_dim;
@@ -239,7 +249,11 @@ impl Backend for CpuBackend<'_> {
             .map_err(|_| CpuError::BadRegion)?;
         let keys = self.kv.keys(p.layer, len).ok_or(CpuError::KvRange)?;
         let values = self.kv.values(p.layer, len).ok_or(CpuError::KvRange)?;
-        for ((qr, or), &pos) in qs.chunks_exact(qw).zip(os.chunks_exact_mut(ow)).zip(positions) {
+        for ((qr, or), &pos) in qs
+            .chunks_exact(qw)
+            .zip(os.chunks_exact_mut(ow))
+            .zip(positions)
+        {
             attention::attend_row(p, qr, pos, keys, values, ss, or);
         }
         Ok(())
@@ -261,6 +275,24 @@ impl Backend for CpuBackend<'_> {
                     *g = ops::gelu_tanh_f16(*g) * u;
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CpuError> {
+        if x.len != gate.len {
+            return Err(CpuError::BadRegion);
+        }
+        let [xs, gs] = self.two(x, gate)?;
+        for (a, &g) in xs.iter_mut().zip(gs.iter()) {
+            *a *= 1.0 / (1.0 + libm::expf(-g));
+        }
+        Ok(())
+    }
+
+    fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CpuError> {
+        for v in self.one(x)? {
+            *v = cap * libm::tanhf(*v * scale / cap);
         }
         Ok(())
     }

@@ -121,6 +121,9 @@ impl Model<'_, '_> {
         if let Some(scale) = s.embd_scale {
             b.scale(x, scale)?;
         }
+        if s.embd_norm {
+            b.rmsnorm(x, None, s.n_embd, s.eps, x)?;
+        }
 
         for (il, lw) in w.layers.iter().enumerate() {
             // Attention block.
@@ -128,15 +131,31 @@ impl Model<'_, '_> {
             b.matmul(&lw.wq, xn, n, q)?;
             b.matmul(&lw.wk, xn, n, k)?;
             b.matmul(&lw.wv, xn, n, v)?;
-            if let Some(qn) = &lw.q_norm {
-                b.rmsnorm(q, Some(qn), s.head_dim, s.eps, q)?;
+            if s.qk_norm {
+                b.rmsnorm(q, lw.q_norm.as_ref(), s.head_dim, s.eps, q)?;
+                b.rmsnorm(k, lw.k_norm.as_ref(), s.head_dim, s.eps, k)?;
             }
-            if let Some(kn) = &lw.k_norm {
-                b.rmsnorm(k, Some(kn), s.head_dim, s.eps, k)?;
+            if s.layer_uses_rope(il) {
+                let base = s.rope_base_for(il);
+                b.rope(
+                    q,
+                    s.n_head,
+                    s.head_dim,
+                    s.rope_dim,
+                    positions,
+                    base,
+                    s.rope_style,
+                )?;
+                b.rope(
+                    k,
+                    s.n_head_kv,
+                    s.head_dim,
+                    s.rope_dim,
+                    positions,
+                    base,
+                    s.rope_style,
+                )?;
             }
-            let base = s.rope_base_for(il);
-            b.rope(q, s.n_head, s.head_dim, s.rope_dim, positions, base, s.rope_style)?;
-            b.rope(k, s.n_head_kv, s.head_dim, s.rope_dim, positions, base, s.rope_style)?;
             b.kv_store(il, k, v, positions)?;
             // gemma3 scales Q before attention (as llama.cpp does); llama scales inside.
             let scale = if s.arch == Arch::Gemma3 {
@@ -159,9 +178,14 @@ impl Model<'_, '_> {
                 window,
             };
             b.attention(&p, q, positions, att)?;
+            if let Some(g) = &lw.attn_gate {
+                let og = l.ogate.prefix(n * s.n_head * s.head_dim_v);
+                b.matmul(g, xn, n, og)?;
+                b.sigmoid_mul(att, og)?;
+            }
             b.matmul(&lw.wo, att, n, proj)?;
             if let Some(pn) = &lw.post_attn_norm {
-                b.rmsnorm(proj, Some(pn), s.n_embd, s.eps, proj)?;
+                b.rmsnorm(proj, Some(pn), s.n_embd, s.post_norm_eps, proj)?;
             }
             b.add(x, proj)?;
 
@@ -172,7 +196,7 @@ impl Model<'_, '_> {
             b.gated_act(gate, up, s.activation)?;
             b.matmul(&lw.w_down, gate, n, proj)?;
             if let Some(pn) = &lw.post_ffn_norm {
-                b.rmsnorm(proj, Some(pn), s.n_embd, s.eps, proj)?;
+                b.rmsnorm(proj, Some(pn), s.n_embd, s.post_norm_eps, proj)?;
             }
             b.add(x, proj)?;
         }
@@ -183,6 +207,9 @@ impl Model<'_, '_> {
             b.rmsnorm(xo, Some(&w.output_norm), s.n_embd, s.eps, xno)?;
             let logits = l.logits.prefix(out_rows * s.n_vocab);
             b.matmul(&w.output, xno, out_rows, logits)?;
+            if let Some((cap, scale)) = s.logit_softcap {
+                b.softcap(logits, cap, scale)?;
+            }
         }
         Ok(out_rows)
     }

@@ -14,6 +14,9 @@ pub enum Arch {
     Llama,
     /// Gemma 3: embedding scaling, QK-norm, sandwich norms, GELU-tanh gating, 5 sliding : 1 global.
     Gemma3,
+    /// Muse Glimmer: normed embeddings, scaleless QK-norm, sigmoid output gate, sandwich norms,
+    /// 3 sliding RoPE layers : 1 global NoPE layer, logit softcap.
+    Glimmer,
 }
 
 impl Arch {
@@ -22,6 +25,7 @@ impl Arch {
         match self {
             Self::Llama => "llama",
             Self::Gemma3 => "gemma3",
+            Self::Glimmer => "glimmer",
         }
     }
 }
@@ -93,10 +97,20 @@ pub struct ModelSpec {
     pub sliding_window: Option<u32>,
     /// Multiply embeddings by this (gemma: √n_embd).
     pub embd_scale: Option<f32>,
-    /// Per-head RMSNorm on Q and K with learned weights.
+    /// RMSNorm (without weight) on the embeddings (glimmer).
+    pub embd_norm: bool,
+    /// Per-head RMSNorm on Q and K (with learned weights when the file has them, else scaleless).
     pub qk_norm: bool,
     /// Extra RMSNorm after attention and after the FFN (sandwich norms).
     pub post_norms: bool,
+    /// Epsilon of the post-attention and post-FFN norms.
+    pub post_norm_eps: f32,
+    /// Sigmoid gate on the attention output, computed from the attention input (glimmer).
+    pub attn_gate: bool,
+    /// Layers `i` with `i % global_interval == global_interval - 1` are global (glimmer: 4).
+    pub global_interval: usize,
+    /// `logits = cap · tanh(logits · scale / cap)`, as `(cap, scale)` (glimmer).
+    pub logit_softcap: Option<(f32, f32)>,
     /// Scale applied to Q before `softmax(QKᵀ)`.
     pub attn_scale: f32,
     /// FFN activation.
@@ -172,6 +186,7 @@ impl ModelSpec {
         let arch = match arch_name {
             "llama" => Arch::Llama,
             "gemma3" => Arch::Gemma3,
+            "glimmer" => Arch::Glimmer,
             other => return Err(ModelError::UnknownArch(ErrName::new(other))),
         };
         let m = Meta {
@@ -225,6 +240,11 @@ impl ModelSpec {
             return Err(ModelError::BadShape(ErrName::new("token_embd.weight")));
         }
 
+        let embd_norm = false;
+        let post_norm_eps = eps;
+        let attn_gate = false;
+        let global_interval = 0;
+        let logit_softcap = None;
         let spec = match arch {
             Arch::Llama => ModelSpec {
                 arch,
@@ -244,8 +264,13 @@ impl ModelSpec {
                 rope_style: RopeStyle::Interleaved,
                 sliding_window: None,
                 embd_scale: None,
+                embd_norm,
                 qk_norm: false,
                 post_norms: false,
+                post_norm_eps,
+                attn_gate,
+                global_interval,
+                logit_softcap,
                 attn_scale: 1.0 / libm_sqrt(head_dim as f32),
                 activation: Activation::Silu,
             },
@@ -274,10 +299,68 @@ impl ModelSpec {
                     rope_style: RopeStyle::HalfSplit,
                     sliding_window: Some(window),
                     embd_scale: Some(libm_sqrt(n_embd as f32)),
+                    embd_norm,
                     qk_norm: true,
                     post_norms: true,
+                    post_norm_eps,
+                    attn_gate,
+                    global_interval,
+                    logit_softcap,
                     attn_scale: 1.0 / libm_sqrt(head_dim as f32),
                     activation: Activation::GeluTanh,
+                }
+            }
+            Arch::Glimmer => {
+                let window = m.req_u("attention.sliding_window")?;
+                let window = u32::try_from(window)
+                    .ok()
+                    .filter(|w| *w > 0)
+                    .ok_or_else(|| m.bad("attention.sliding_window"))?;
+                let post_norm_eps = m.opt_f("attention.post_norm_rms_epsilon")?.unwrap_or(1e-8);
+                if !(post_norm_eps > 0.0 && post_norm_eps < 1.0) {
+                    return Err(m.bad("attention.post_norm_rms_epsilon"));
+                }
+                let attn_scale = match m.opt_f("attention.scale")? {
+                    Some(v) if v > 0.0 && v.is_finite() => v,
+                    Some(_) => return Err(m.bad("attention.scale")),
+                    None => 43.784_05 / libm_sqrt(128.0) / libm_sqrt(head_dim as f32),
+                };
+                let global_interval = m.opt_u("attention.global_interval")?.unwrap_or(4);
+                if global_interval == 0 {
+                    return Err(m.bad("attention.global_interval"));
+                }
+                let cap = m.opt_f("final_logit_softcapping")?.unwrap_or(20.0);
+                let scale = m.opt_f("logit_scale")?.unwrap_or(0.196_116_14);
+                if !(cap > 0.0 && cap.is_finite() && scale.is_finite()) {
+                    return Err(m.bad("final_logit_softcapping"));
+                }
+                ModelSpec {
+                    arch,
+                    n_layer,
+                    n_embd,
+                    n_head,
+                    n_head_kv,
+                    head_dim,
+                    head_dim_v,
+                    n_ff,
+                    n_vocab,
+                    n_ctx_train,
+                    eps,
+                    rope_dim,
+                    rope_base,
+                    rope_base_sliding: rope_base,
+                    rope_style: RopeStyle::Interleaved,
+                    sliding_window: Some(window),
+                    embd_scale: None,
+                    embd_norm: true,
+                    qk_norm: true,
+                    post_norms: true,
+                    post_norm_eps,
+                    attn_gate: true,
+                    global_interval,
+                    logit_softcap: Some((cap, scale)),
+                    attn_scale,
+                    activation: Activation::Silu,
                 }
             }
         };
@@ -289,8 +372,19 @@ impl ModelSpec {
         match (self.arch, self.sliding_window) {
             // gemma3: five sliding layers, then one global.
             (Arch::Gemma3, Some(window)) if il % 6 < 5 => LayerKind::Sliding { window },
+            // glimmer: three sliding layers, then one global (i % 4 == 3 with interval 4).
+            (Arch::Glimmer, Some(window))
+                if il % self.global_interval != self.global_interval - 1 =>
+            {
+                LayerKind::Sliding { window }
+            }
             _ => LayerKind::Global,
         }
+    }
+
+    /// Whether layer `il` applies RoPE (glimmer's global layers are NoPE).
+    pub fn layer_uses_rope(&self, il: usize) -> bool {
+        !(self.arch == Arch::Glimmer && self.layer_kind(il) == LayerKind::Global)
     }
 
     /// RoPE base for layer `il`.

@@ -34,7 +34,8 @@ impl<'a> Tensor<'a> {
     /// The raw bytes of row `r`, or `None` past the end.
     pub fn row(&self, r: usize) -> Option<&'a [u8]> {
         let rb = self.row_bytes();
-        self.data.get(r.checked_mul(rb)?..r.checked_add(1)?.checked_mul(rb)?)
+        self.data
+            .get(r.checked_mul(rb)?..r.checked_add(1)?.checked_mul(rb)?)
     }
 
     /// The tensor as `f32` values, when it is F32 and 4-byte aligned.
@@ -63,8 +64,11 @@ pub struct LayerWeights<'a> {
     pub q_norm: Option<Tensor<'a>>,
     /// Per-head RMSNorm weight for K, `(head_dim)` (gemma3).
     pub k_norm: Option<Tensor<'a>>,
-    /// RMSNorm on the attention output before the residual add, `(n_embd)` (gemma3).
+    /// RMSNorm on the attention output before the residual add, `(n_embd)` (gemma3, glimmer).
     pub post_attn_norm: Option<Tensor<'a>>,
+    /// Output gate projection, `(n_head · head_dim_v, n_embd)`: `att *= sigmoid(W_gate · x)`
+    /// (glimmer).
+    pub attn_gate: Option<Tensor<'a>>,
     /// RMSNorm before the FFN, `(n_embd)`.
     pub ffn_norm: Tensor<'a>,
     /// FFN gate projection, `(n_ff, n_embd)`.
@@ -185,7 +189,13 @@ impl<'a> Binder<'_, 'a> {
         self.opt(layer_name(&mut buf, il, suffix), rows, cols)
     }
 
-    fn layer(&self, il: usize, suffix: &str, rows: usize, cols: usize) -> Result<Tensor<'a>, ModelError> {
+    fn layer(
+        &self,
+        il: usize,
+        suffix: &str,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Tensor<'a>, ModelError> {
         let mut buf = [0u8; 96];
         self.req(layer_name(&mut buf, il, suffix), rows, cols)
     }
@@ -198,16 +208,32 @@ impl<'a> Weights<'a> {
         let s = spec;
         let tok_embd = b.req("token_embd.weight", s.n_vocab, s.n_embd)?;
         let output_norm = b.req("output_norm.weight", 1, s.n_embd)?;
-        let output = b.opt("output.weight", s.n_vocab, s.n_embd)?.unwrap_or(tok_embd);
+        let output = match s.arch {
+            // The example's GGUF path has no tie: glimmer's head must be present.
+            Arch::Glimmer => b.req("output.weight", s.n_vocab, s.n_embd)?,
+            _ => b
+                .opt("output.weight", s.n_vocab, s.n_embd)?
+                .unwrap_or(tok_embd),
+        };
         let gemma = s.arch == Arch::Gemma3;
+        let post_required = s.post_norms;
+        let gate_rows = s.n_head * s.head_dim_v;
         let mut layers = Vec::new();
         for il in 0..s.n_layer {
-            let opt_norm = |suffix: &str, dim: usize| -> Result<Option<Tensor<'a>>, ModelError> {
-                if gemma {
+            let norm = |suffix: &str, dim: usize, required: bool| {
+                if required {
                     b.layer(il, suffix, 1, dim).map(Some)
                 } else {
                     b.layer_opt(il, suffix, 1, dim)
                 }
+            };
+            let attn_gate = if s.attn_gate {
+                match b.layer_opt(il, "attn_gate.weight", gate_rows, s.n_embd)? {
+                    Some(t) => Some(t),
+                    None => Some(b.layer(il, "attn_output_gate.weight", gate_rows, s.n_embd)?),
+                }
+            } else {
+                None
             };
             let lw = LayerWeights {
                 attn_norm: b.layer(il, "attn_norm.weight", 1, s.n_embd)?,
@@ -215,14 +241,15 @@ impl<'a> Weights<'a> {
                 wk: b.layer(il, "attn_k.weight", s.k_dim(), s.n_embd)?,
                 wv: b.layer(il, "attn_v.weight", s.v_dim(), s.n_embd)?,
                 wo: b.layer(il, "attn_output.weight", s.n_embd, s.n_head * s.head_dim_v)?,
-                q_norm: opt_norm("attn_q_norm.weight", s.head_dim)?,
-                k_norm: opt_norm("attn_k_norm.weight", s.head_dim)?,
-                post_attn_norm: opt_norm("post_attention_norm.weight", s.n_embd)?,
+                q_norm: norm("attn_q_norm.weight", s.head_dim, gemma)?,
+                k_norm: norm("attn_k_norm.weight", s.head_dim, gemma)?,
+                post_attn_norm: norm("post_attention_norm.weight", s.n_embd, post_required)?,
+                attn_gate,
                 ffn_norm: b.layer(il, "ffn_norm.weight", 1, s.n_embd)?,
                 w_gate: b.layer(il, "ffn_gate.weight", s.n_ff, s.n_embd)?,
                 w_up: b.layer(il, "ffn_up.weight", s.n_ff, s.n_embd)?,
                 w_down: b.layer(il, "ffn_down.weight", s.n_embd, s.n_ff)?,
-                post_ffn_norm: opt_norm("post_ffw_norm.weight", s.n_embd)?,
+                post_ffn_norm: norm("post_ffw_norm.weight", s.n_embd, post_required)?,
             };
             layers
                 .push(lw)
@@ -244,7 +271,13 @@ mod tests {
     #[test]
     fn layer_names() {
         let mut buf = [0u8; 96];
-        assert_eq!(layer_name(&mut buf, 0, "attn_q.weight"), "blk.0.attn_q.weight");
-        assert_eq!(layer_name(&mut buf, 51, "ffn_up.weight"), "blk.51.ffn_up.weight");
+        assert_eq!(
+            layer_name(&mut buf, 0, "attn_q.weight"),
+            "blk.0.attn_q.weight"
+        );
+        assert_eq!(
+            layer_name(&mut buf, 51, "ffn_up.weight"),
+            "blk.51.ffn_up.weight"
+        );
     }
 }
