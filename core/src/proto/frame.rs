@@ -176,7 +176,11 @@ impl<'b> FrameDecoder<'b> {
             return Err(e);
         }
         self.compact();
-        let Some(prefix) = self.buf.get(..LEN_PREFIX).filter(|_| self.filled >= LEN_PREFIX) else {
+        let Some(prefix) = self
+            .buf
+            .get(..LEN_PREFIX)
+            .filter(|_| self.filled >= LEN_PREFIX)
+        else {
             return Ok(None);
         };
         let mut le = [0u8; LEN_PREFIX];

@@ -13,7 +13,10 @@ fn requests() -> Vec<Request<'static>> {
     tools.push("led").unwrap();
     tools.push("servo.move").unwrap();
     vec![
-        Request::Hello { client: "glimmerctl 0.1", version: 1 },
+        Request::Hello {
+            client: "glimmerctl 0.1",
+            version: 1,
+        },
         Request::OpenSession {
             sampling: SamplingConfig {
                 temperature: 0.7,
@@ -33,25 +36,46 @@ fn requests() -> Vec<Request<'static>> {
             constrained_tool_args: false,
         },
         Request::CloseSession { session_id: 300 },
-        Request::Send { session_id: 1, role: Role::User, content: "Turn the LED on." },
-        Request::Send { session_id: 2, role: Role::Tool, content: "" },
-        Request::InvokeTool { name: "led", args_json: r#"{"on":true}"# },
+        Request::Send {
+            session_id: 1,
+            role: Role::User,
+            content: "Turn the LED on.",
+        },
+        Request::Send {
+            session_id: 2,
+            role: Role::Tool,
+            content: "",
+        },
+        Request::InvokeTool {
+            name: "led",
+            args_json: r#"{"on":true}"#,
+        },
         Request::ListTools,
         Request::RegisterTool {
             name: "weather",
             description: "Current weather",
             schema_json: r#"{"type":"object"}"#,
         },
-        Request::ToolResult { call_id: 7, ok: false, content: "no network" },
+        Request::ToolResult {
+            call_id: 7,
+            ok: false,
+            content: "no network",
+        },
         Request::Stats,
-        Request::Cancel { session_id: 1 << 40 },
+        Request::Cancel {
+            session_id: 1 << 40,
+        },
     ]
 }
 
 fn responses() -> Vec<Response<'static>> {
     let mut list = heapless::Vec::new();
-    list.push(ToolInfo { name: "led", description: "Switch the LED", schema_json: "{}" })
-        .unwrap();
+    list.push(ToolInfo {
+        name: "led",
+        description: "Switch the LED",
+        schema_json: "{}",
+    })
+    .unwrap();
     let stats = DoneStats {
         tokens_in: 12,
         tokens_out: 300,
@@ -60,20 +84,45 @@ fn responses() -> Vec<Response<'static>> {
         tool_calls: 1,
         stop_reason: StopReason::MaxTokens,
     };
-    let ev = |kind| Response::Event { session_id: 3, kind };
+    let ev = |kind| Response::Event {
+        session_id: 3,
+        kind,
+    };
     vec![
-        Response::HelloOk { server: "glimmerd", version: 1, model: "smollm2", board: "sim" },
+        Response::HelloOk {
+            server: "glimmerd",
+            version: 1,
+            model: "smollm2",
+            board: "sim",
+        },
         Response::SessionOpened { session_id: 1 },
         Response::SessionClosed { session_id: 1 },
         ev(EventKind::Token { text: "Hel" }),
-        ev(EventKind::ToolCall { call_id: 1, name: "led", args_json: r#"{"on":true}"# }),
-        ev(EventKind::ToolResult { call_id: 1, ok: true, content: "ok" }),
+        ev(EventKind::ToolCall {
+            call_id: 1,
+            name: "led",
+            args_json: r#"{"on":true}"#,
+        }),
+        ev(EventKind::ToolResult {
+            call_id: 1,
+            ok: true,
+            content: "ok",
+        }),
         ev(EventKind::Done { stats }),
-        Response::ToolOutput { ok: true, content: "21.5" },
+        Response::ToolOutput {
+            ok: true,
+            content: "21.5",
+        },
         Response::Tools { list },
-        Response::Tools { list: heapless::Vec::new() },
+        Response::Tools {
+            list: heapless::Vec::new(),
+        },
         Response::Registered { name: "weather" },
-        Response::CallClientTool { call_id: 9, name: "weather", args_json: "{}" },
+        Response::CallClientTool {
+            call_id: 9,
+            name: "weather",
+            args_json: "{}",
+        },
         Response::ServerStats(ServerStats {
             sessions: 2,
             max_sessions: 8,
@@ -83,8 +132,16 @@ fn responses() -> Vec<Response<'static>> {
             tool_calls_total: 3,
             connections_total: 4,
         }),
-        Response::Error { code: ErrorCode::UnknownTool, session_id: Some(4), message: "no led2" },
-        Response::Error { code: ErrorCode::Busy, session_id: None, message: "" },
+        Response::Error {
+            code: ErrorCode::UnknownTool,
+            session_id: Some(4),
+            message: "no led2",
+        },
+        Response::Error {
+            code: ErrorCode::Busy,
+            session_id: None,
+            message: "",
+        },
     ]
 }
 
@@ -171,23 +228,41 @@ fn oversize_is_rejected_before_the_body_and_is_fatal() {
     assert_eq!(dec.next_frame(), Err(e));
     dec.reset();
     dec.push(&[3, 0, 0, 0, 1, 1, 8]);
-    assert_eq!(dec.next_frame().unwrap().unwrap().request(), Ok(Request::Stats));
+    assert_eq!(
+        dec.next_frame().unwrap().unwrap().request(),
+        Ok(Request::Stats)
+    );
 
     let mut big = std::vec![0u8; MAX_FRAME + 64];
     let mut dec = FrameDecoder::new(&mut big);
     assert_eq!(dec.max_frame(), MAX_FRAME);
     dec.push(&(MAX_FRAME as u32 + 1).to_le_bytes());
-    assert!(matches!(dec.next_frame(), Err(ProtoError::FrameTooLarge { .. })));
+    assert!(matches!(
+        dec.next_frame(),
+        Err(ProtoError::FrameTooLarge { .. })
+    ));
 }
 
 #[test]
 fn encoding_past_the_cap_or_the_buffer_fails() {
     let text = std::string::String::from_utf8(std::vec![b'a'; MAX_FRAME]).unwrap();
-    let msg = Response::ToolOutput { ok: true, content: &text };
+    let msg = Response::ToolOutput {
+        ok: true,
+        content: &text,
+    };
     let mut out = std::vec![0u8; MAX_FRAME * 2];
-    assert!(matches!(encode_frame(&msg, &mut out), Err(ProtoError::FrameTooLarge { .. })));
-    assert_eq!(encode_frame(&msg, &mut out[..100]), Err(ProtoError::BufferTooSmall));
-    assert_eq!(encode_frame(&Request::Stats, &mut out[..3]), Err(ProtoError::BufferTooSmall));
+    assert!(matches!(
+        encode_frame(&msg, &mut out),
+        Err(ProtoError::FrameTooLarge { .. })
+    ));
+    assert_eq!(
+        encode_frame(&msg, &mut out[..100]),
+        Err(ProtoError::BufferTooSmall)
+    );
+    assert_eq!(
+        encode_frame(&Request::Stats, &mut out[..3]),
+        Err(ProtoError::BufferTooSmall)
+    );
 }
 
 #[test]
@@ -206,9 +281,18 @@ fn bad_version_and_bad_header_skip_the_frame() {
     assert!(!e.is_fatal());
     assert_eq!(dec.next_frame(), Err(ProtoError::BadFrame));
     assert_eq!(dec.next_frame(), Err(ProtoError::BadFrame));
-    assert_eq!(dec.next_frame().unwrap().unwrap().request(), Err(ProtoError::Garbage));
-    assert_eq!(dec.next_frame().unwrap().unwrap().request(), Err(ProtoError::Garbage));
-    assert_eq!(dec.next_frame().unwrap().unwrap().request(), Ok(Request::Stats));
+    assert_eq!(
+        dec.next_frame().unwrap().unwrap().request(),
+        Err(ProtoError::Garbage)
+    );
+    assert_eq!(
+        dec.next_frame().unwrap().unwrap().request(),
+        Err(ProtoError::Garbage)
+    );
+    assert_eq!(
+        dec.next_frame().unwrap().unwrap().request(),
+        Ok(Request::Stats)
+    );
     assert_eq!(dec.next_frame(), Ok(None));
 }
 
@@ -220,7 +304,10 @@ fn full_buffer_pushes_back_until_the_frame_is_taken() {
     assert_eq!(dec.push(&two), 10);
     assert!(dec.next_frame().unwrap().is_some());
     assert_eq!(dec.push(&two[10..]), 4);
-    assert_eq!(dec.next_frame().unwrap().unwrap().request(), Ok(Request::ListTools));
+    assert_eq!(
+        dec.next_frame().unwrap().unwrap().request(),
+        Ok(Request::ListTools)
+    );
 }
 
 #[test]
@@ -233,9 +320,19 @@ fn error_codes_are_stable_and_round_trip() {
     assert_eq!(ErrorCode::from_u16(500), ErrorCode::Unknown);
     // Wire value is the u16 varint: 300 = [0xAC, 0x02].
     let body = [9u8, 0xAC, 0x02, 0, 0];
-    let f = Frame { kind: FrameKind::Response, body: &body };
+    let f = Frame {
+        kind: FrameKind::Response,
+        body: &body,
+    };
     let r = f.response().unwrap();
-    assert_eq!(r, Response::Error { code: ErrorCode::Unknown, session_id: None, message: "" });
+    assert_eq!(
+        r,
+        Response::Error {
+            code: ErrorCode::Unknown,
+            session_id: None,
+            message: ""
+        }
+    );
 }
 
 /// One random piece of stream: raw noise, a forged header with a noisy body, or a real
@@ -309,7 +406,13 @@ fn random_bytes_never_panic() {
             }
         }
     }
-    assert!(frames > 1000, "only {frames} frames: the sweep is not exercising decoding");
+    assert!(
+        frames > 1000,
+        "only {frames} frames: the sweep is not exercising decoding"
+    );
     assert!(valid > 1000, "only {valid} decodable frames");
-    assert!(errors > 100 && resets > 100, "{errors} errors, {resets} resets");
+    assert!(
+        errors > 100 && resets > 100,
+        "{errors} errors, {resets} resets"
+    );
 }
