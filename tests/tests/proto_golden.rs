@@ -17,6 +17,7 @@ use glimmer_core::proto::{
     SamplingConfig, ServerStats, StopReason, ToolInfo,
 };
 
+#[allow(clippy::large_enum_variant)] // A handful of test samples.
 enum Msg {
     Req(Request<'static>),
     Resp(Response<'static>),

@@ -148,6 +148,9 @@ pub struct ServerStats {
 }
 
 /// A client → daemon message. The comment number is the wire discriminant.
+// The list variants are fixed-capacity inline arrays (no allocator to box them into), so
+// the enum is as large as its largest list; messages are short-lived, one at a time.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request<'a> {
     /// 0: first message on a connection.
@@ -221,6 +224,9 @@ pub enum Request<'a> {
 }
 
 /// A daemon → client message. The comment number is the wire discriminant.
+// The list variants are fixed-capacity inline arrays (no allocator to box them into), so
+// the enum is as large as its largest list; messages are short-lived, one at a time.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Response<'a> {
     /// 0: answer to [`Request::Hello`].

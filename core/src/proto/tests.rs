@@ -338,7 +338,7 @@ fn error_codes_are_stable_and_round_trip() {
 /// One random piece of stream: raw noise, a forged header with a noisy body, or a real
 /// message with one byte changed.
 fn random_piece(rng: &mut Rng, out: &mut Vec<u8>) {
-    let mut small = |rng: &mut Rng| {
+    let small = |rng: &mut Rng| {
         let r = rng.next_u64();
         if r % 4 == 0 {
             (r >> 8) as u8
