@@ -1,0 +1,4 @@
+//! schema
+/// x
+pub struct ToolSchema<'a> { /// n
+pub name: &'a str }
