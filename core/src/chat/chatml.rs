@@ -85,7 +85,11 @@ impl ChatMl<'_> {
                 Role::Tool { .. } => {
                     let prev_tool = i > 0 && rest[i - 1].is_tool();
                     let next_tool = rest.get(i + 1).is_some_and(Message::is_tool);
-                    out.push(if prev_tool { "\n" } else { "<|im_start|>user\n" })?;
+                    out.push(if prev_tool {
+                        "\n"
+                    } else {
+                        "<|im_start|>user\n"
+                    })?;
                     out.push_all(&["<tool_response>\n", m.content, "\n</tool_response>"])?;
                     if !next_tool {
                         out.push("<|im_end|>\n")?;

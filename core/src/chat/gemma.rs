@@ -35,7 +35,11 @@ pub fn render(
     for (i, m) in rest.iter().enumerate() {
         let prev_tool = i > 0 && rest[i - 1].is_tool();
         if !(m.is_tool() && prev_tool) {
-            let role = if m.role == Role::Assistant { "model" } else { "user" };
+            let role = if m.role == Role::Assistant {
+                "model"
+            } else {
+                "user"
+            };
             out.push_all(&["<start_of_turn>", role, "\n"])?;
         }
         if i == 0 {

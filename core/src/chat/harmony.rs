@@ -117,7 +117,11 @@ fn write_glimmer_tools(tools: &[ToolDef<'_>], out: &mut Out<'_>) -> Result<(), C
 pub fn write_atem_call(call: &ToolCall<'_>, out: &mut Out<'_>) -> Result<(), ChatError> {
     let args = json::parse_object(call.arguments).map_err(|_| ChatError::BadToolArgs)?;
     out.push_all(&["<|start|>assistant to=", call.name, "<|message|>"])?;
-    out.push_all(&["<atem:function_calls>\n<atem:invoke name=\"", call.name, "\">\n"])?;
+    out.push_all(&[
+        "<atem:function_calls>\n<atem:invoke name=\"",
+        call.name,
+        "\">\n",
+    ])?;
     for (key, value) in json::members(args) {
         out.push("<atem:parameter name=\"")?;
         json::write_unescaped(key, out)?;
@@ -159,7 +163,11 @@ impl OpenAiHarmony<'_> {
         add_generation_prompt: bool,
         out: &mut Out<'_>,
     ) -> Result<(), ChatError> {
-        out.push_all(&["<|start|>system<|message|>", self.identity, "\n\nReasoning: "])?;
+        out.push_all(&[
+            "<|start|>system<|message|>",
+            self.identity,
+            "\n\nReasoning: ",
+        ])?;
         out.push_all(&[
             self.reasoning_effort,
             "\n\n# Valid channels: analysis, commentary, final. \

@@ -170,20 +170,18 @@ fn string_end(s: &[u8], i: usize) -> Result<usize, JsonError> {
         match s.get(j) {
             None => return Err(JsonError::Eof { at: j }),
             Some(b'"') => return Ok(j + 1),
-            Some(b'\\') => {
-                match s.get(j + 1) {
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
-                    Some(b'u') => {
-                        let hex = s.get(j + 2..j + 6).ok_or(JsonError::Eof { at: j })?;
-                        if !hex.iter().all(u8::is_ascii_hexdigit) {
-                            return Err(JsonError::BadString { at: j });
-                        }
-                        j += 6;
+            Some(b'\\') => match s.get(j + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
+                Some(b'u') => {
+                    let hex = s.get(j + 2..j + 6).ok_or(JsonError::Eof { at: j })?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return Err(JsonError::BadString { at: j });
                     }
-                    None => return Err(JsonError::Eof { at: j + 1 }),
-                    Some(_) => return Err(JsonError::BadString { at: j }),
+                    j += 6;
                 }
-            }
+                None => return Err(JsonError::Eof { at: j + 1 }),
+                Some(_) => return Err(JsonError::BadString { at: j }),
+            },
             Some(&b) if b < 0x20 => return Err(JsonError::BadString { at: j }),
             Some(_) => j += 1,
         }
@@ -238,7 +236,10 @@ pub struct Members<'a> {
 
 /// The members of `object`, which must be a valid raw JSON object.
 pub fn members(object: &str) -> Members<'_> {
-    Members { text: object, pos: 1 }
+    Members {
+        text: object,
+        pos: 1,
+    }
 }
 
 impl<'a> Iterator for Members<'a> {
@@ -269,7 +270,10 @@ pub struct Elements<'a> {
 
 /// The elements of `array`, which must be a valid raw JSON array.
 pub fn elements(array: &str) -> Elements<'_> {
-    Elements { text: array, pos: 1 }
+    Elements {
+        text: array,
+        pos: 1,
+    }
 }
 
 impl<'a> Iterator for Elements<'a> {
@@ -290,7 +294,9 @@ impl<'a> Iterator for Elements<'a> {
 
 /// The value of member `key` (plain text, compared against unescaped keys) in `object`.
 pub fn get<'a>(object: &'a str, key: &str) -> Option<&'a str> {
-    members(object).find(|(k, _)| str_eq(k, key)).map(|(_, v)| v)
+    members(object)
+        .find(|(k, _)| str_eq(k, key))
+        .map(|(_, v)| v)
 }
 
 /// Decodes the escapes of raw string content (no quotes), char by char.
@@ -456,7 +462,10 @@ mod tests {
     fn walks_members_and_elements() {
         let o = parse_object(r#" { "a" : 1 , "b\"c" : [ 1 , {"x":2} ] , "d":"" } "#).unwrap();
         let m: std::vec::Vec<_> = members(o).collect();
-        assert_eq!(m, [("a", "1"), ("b\\\"c", "[ 1 , {\"x\":2} ]"), ("d", "\"\"")]);
+        assert_eq!(
+            m,
+            [("a", "1"), ("b\\\"c", "[ 1 , {\"x\":2} ]"), ("d", "\"\"")]
+        );
         let e: std::vec::Vec<_> = elements(m[1].1).collect();
         assert_eq!(e, ["1", "{\"x\":2}"]);
         assert_eq!(get(o, "b\"c"), Some(m[1].1));
@@ -479,6 +488,9 @@ mod tests {
         assert_eq!(out.as_str(), "{\"a b\":[1,2]}");
         let mut tiny = [0u8; 3];
         let mut out = Out::new(&mut tiny);
-        assert_eq!(write_string("abcd", &mut out), Err(ChatError::Overflow { needed: 2 }));
+        assert_eq!(
+            write_string("abcd", &mut out),
+            Err(ChatError::Overflow { needed: 2 })
+        );
     }
 }

@@ -151,7 +151,9 @@ impl Template<'_> {
         match self {
             Template::ChatMl(t) => t.render(messages, tools, add_generation_prompt, out),
             Template::Gemma => gemma::render(messages, tools, add_generation_prompt, out),
-            Template::Glimmer => harmony::render_glimmer(messages, tools, add_generation_prompt, out),
+            Template::Glimmer => {
+                harmony::render_glimmer(messages, tools, add_generation_prompt, out)
+            }
             Template::OpenAiHarmony(t) => t.render(messages, tools, add_generation_prompt, out),
         }
     }
@@ -178,7 +180,10 @@ pub(crate) fn write_hermes_call(call: &ToolCall<'_>, out: &mut Out<'_>) -> Resul
 
 /// Writes the Hermes tools section (after a system prompt): the schemas inside `<tools>` and
 /// the instruction to answer with `<tool_call>` blocks.
-pub(crate) fn write_hermes_tools(tools: &[ToolDef<'_>], out: &mut Out<'_>) -> Result<(), ChatError> {
+pub(crate) fn write_hermes_tools(
+    tools: &[ToolDef<'_>],
+    out: &mut Out<'_>,
+) -> Result<(), ChatError> {
     out.push(
         "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
          You are provided with function signatures within <tools></tools> XML tags:\n<tools>",

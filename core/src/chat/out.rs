@@ -45,7 +45,10 @@ impl<'a> Out<'a> {
 
     /// Appends `s` whole, or nothing.
     pub fn push(&mut self, s: &str) -> Result<(), ChatError> {
-        let end = self.len.checked_add(s.len()).filter(|&e| e <= self.buf.len());
+        let end = self
+            .len
+            .checked_add(s.len())
+            .filter(|&e| e <= self.buf.len());
         let Some(end) = end else {
             return Err(ChatError::Overflow {
                 needed: s.len() - (self.buf.len() - self.len),

@@ -145,7 +145,11 @@ impl<'a> Iterator for Params<'a> {
 
     fn next(&mut self) -> Option<Arg<'a>> {
         match &mut self.0 {
-            ParamsIn::Json(m) => m.next().map(|(key, value)| Arg { key, value, json: true }),
+            ParamsIn::Json(m) => m.next().map(|(key, value)| Arg {
+                key,
+                value,
+                json: true,
+            }),
             ParamsIn::Qwen(p) => p.next()?.ok(),
             ParamsIn::Atem(p) => p.next()?.ok(),
         }
@@ -179,7 +183,12 @@ enum State {
     /// A block opens at 0; its body starts at `body`.
     Block { body: usize },
     /// Handing out the calls of the valid block `[0, end)` whose body is `[body, body_end)`.
-    Emit { body: usize, body_end: usize, end: usize, next: usize },
+    Emit {
+        body: usize,
+        body_end: usize,
+        end: usize,
+        next: usize,
+    },
 }
 
 /// Splits streamed model output into text and tool calls; see the module docs.
@@ -263,9 +272,22 @@ impl<'b, 't, T: ToolSet + ?Sized> CallParser<'b, 't, T> {
                     }
                 }
                 State::Block { body } => return self.settle_block(body),
-                State::Emit { body, body_end, end, next } => {
-                    if self.nth_call(body, body_end, end, next).is_some_and(|c| c.is_ok()) {
-                        self.state = State::Emit { body, body_end, end, next: next + 1 };
+                State::Emit {
+                    body,
+                    body_end,
+                    end,
+                    next,
+                } => {
+                    if self
+                        .nth_call(body, body_end, end, next)
+                        .is_some_and(|c| c.is_ok())
+                    {
+                        self.state = State::Emit {
+                            body,
+                            body_end,
+                            end,
+                            next: next + 1,
+                        };
                         let call = self.nth_call(body, body_end, end, next);
                         return call.and_then(Result::ok).map(ToolEvent::Call);
                     }
@@ -311,7 +333,12 @@ impl<'b, 't, T: ToolSet + ?Sized> CallParser<'b, 't, T> {
         let verdict = check(self.dialect, &s[body..body_end], closed, self.tools);
         match verdict {
             Ok(()) => {
-                self.state = State::Emit { body, body_end, end, next: 0 };
+                self.state = State::Emit {
+                    body,
+                    body_end,
+                    end,
+                    next: 0,
+                };
                 self.next_event()
             }
             Err(Verdict::Undefined) => {
@@ -324,7 +351,11 @@ impl<'b, 't, T: ToolSet + ?Sized> CallParser<'b, 't, T> {
                 self.done = end;
                 self.prev = None;
                 self.state = State::Text;
-                Some(ToolEvent::Malformed(if closed { m } else { MalformedCall::Truncated }))
+                Some(ToolEvent::Malformed(if closed {
+                    m
+                } else {
+                    MalformedCall::Truncated
+                }))
             }
         }
     }

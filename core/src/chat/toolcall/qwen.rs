@@ -7,7 +7,10 @@ use super::scan::{lit, skip_ws, Match};
 use super::{Arg, CallArgs, MalformedCall, ParsedCall};
 
 /// The call in a block body (an iterator of one item).
-pub(super) fn calls(body: &str, _closed: bool) -> core::option::IntoIter<Result<ParsedCall<'_>, MalformedCall>> {
+pub(super) fn calls(
+    body: &str,
+    _closed: bool,
+) -> core::option::IntoIter<Result<ParsedCall<'_>, MalformedCall>> {
     Some(call(body)).into_iter()
 }
 
@@ -23,7 +26,10 @@ fn call(body: &str) -> Result<ParsedCall<'_>, MalformedCall> {
         return Err(MalformedCall::MissingName);
     }
     let params_at = gt + 1;
-    let end = params_at + body[params_at..].find("</function>").ok_or(bad(params_at))?;
+    let end = params_at
+        + body[params_at..]
+            .find("</function>")
+            .ok_or(bad(params_at))?;
     let after = skip_ws(body, end + "</function>".len());
     if after != body.len() {
         return Err(bad(after));
