@@ -7,6 +7,7 @@ use std::vec::Vec;
 use std::{format, vec};
 
 use super::*;
+use crate::chat::ChatError;
 
 const TOOLS: &[&str] = &["led", "uptime", "weather", "get_weather", "add"];
 
