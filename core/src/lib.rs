@@ -12,11 +12,15 @@
 //! - [`exec`] defines the [`exec::Backend`] kernel trait and writes the forward pass once against it.
 //! - [`cpu`] is the reference CPU backend.
 //! - [`sample`] turns logits into tokens (greedy, temperature, top-k, top-p) with a seeded RNG.
+//! - [`chat`] renders conversations with a model's chat template and parses tool calls as they stream.
+//! - [`proto`] is the framed postcard wire protocol between the daemon and its clients.
 #![no_std]
 
+pub mod chat;
 pub mod cpu;
 pub mod exec;
 pub mod gguf;
 pub mod model;
+pub mod proto;
 pub mod quant;
 pub mod sample;
