@@ -92,17 +92,33 @@ impl<'m, 'f> Engine<'m, 'f> {
 
     /// Feeds `tokens` in chunks and writes the logits of the requested rows to `logits`
     /// (`n_vocab` values per row: one row for `Last`, `tokens.len()` rows for `All`).
-    pub fn forward(&mut self, tokens: &[u32], rows: LogitRows, logits: &mut [f32]) -> Result<(), Error> {
+    pub fn forward(
+        &mut self,
+        tokens: &[u32],
+        rows: LogitRows,
+        logits: &mut [f32],
+    ) -> Result<(), Error> {
         let s = &self.loaded.spec;
         let chunk = self.layout.limits.chunk;
         let lr = self.layout.limits.logit_rows;
-        let step = if rows == LogitRows::All { chunk.min(lr) } else { chunk };
+        let step = if rows == LogitRows::All {
+            chunk.min(lr)
+        } else {
+            chunk
+        };
         let n_chunks = tokens.len().div_ceil(step);
         let kv_len = self.kv.len();
         let s_ctx = self.layout.limits.ctx;
-        let kv = KvCache::new(&mut self.kv[..kv_len], s.n_layer, s_ctx, s.k_dim(), s.v_dim())
-            .ok_or(Error::TooLarge("KV cache"))?;
-        let mut backend = CpuBackend::new(&mut self.arena, &mut self.scratch, self.layout.scores, kv);
+        let kv = KvCache::new(
+            &mut self.kv[..kv_len],
+            s.n_layer,
+            s_ctx,
+            s.k_dim(),
+            s.v_dim(),
+        )
+        .ok_or(Error::TooLarge("KV cache"))?;
+        let mut backend =
+            CpuBackend::new(&mut self.arena, &mut self.scratch, self.layout.scores, kv);
         let model = Model {
             spec: s,
             weights: &self.loaded.weights,

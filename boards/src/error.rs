@@ -5,6 +5,7 @@ use glimmer_core::exec::{ForwardError, LayoutError};
 use glimmer_core::gguf::GgufError;
 use glimmer_core::model::ModelError;
 
+use crate::gguf_writer::GgufWriteError;
 use crate::tokenizer::TokenizerError;
 
 /// Everything that can go wrong on the std side.
@@ -51,4 +52,10 @@ pub enum Error {
         /// Context length.
         ctx: usize,
     },
+    /// A synthetic model configuration is unusable.
+    #[error("synthetic model config: {0}")]
+    SynthConfig(&'static str),
+    /// Writing a GGUF file failed.
+    #[error("writing GGUF: {0}")]
+    GgufWrite(#[from] GgufWriteError),
 }

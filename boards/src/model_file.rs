@@ -18,7 +18,9 @@ pub fn models_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("GLIMMER_MODELS") {
         return PathBuf::from(d);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
     home.join(".cache").join("glimmer").join("models")
 }
 
@@ -40,7 +42,8 @@ impl ModelFile {
         // SAFETY: the map is read-only and private to this process. Glimmer never writes model
         // files; if another process truncates the file while it is mapped, reads fault (SIGBUS),
         // which is the documented hazard of mapping files and is accepted for model weights.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::Io(path.display().to_string(), e))?;
+        let map =
+            unsafe { Mmap::map(&file) }.map_err(|e| Error::Io(path.display().to_string(), e))?;
         Ok(ModelFile {
             map,
             path: path.to_path_buf(),

@@ -18,8 +18,14 @@ pub fn real_model(name: &str) -> Option<PathBuf> {
         return Some(p);
     }
     if std::env::var_os("GLIMMER_REQUIRE_MODELS").is_some_and(|v| v == "1") {
-        panic!("model {} is required but missing: run scripts/fetch-models.sh", p.display());
+        panic!(
+            "model {} is required but missing: run scripts/fetch-models.sh",
+            p.display()
+        );
     }
-    eprintln!("SKIP: model {} not found (run scripts/fetch-models.sh)", p.display());
+    eprintln!(
+        "SKIP: model {} not found (run scripts/fetch-models.sh)",
+        p.display()
+    );
     None
 }

@@ -120,7 +120,12 @@ fn check_logits(engine: &mut Engine, p: &Prompt, fx: &Fixture, tol: f32, stats: 
             worst_abs = worst_abs.max(err);
         }
     }
-    assert_eq!(next_sample, p.sampled.len(), "{}: every sampled position checked", p.name);
+    assert_eq!(
+        next_sample,
+        p.sampled.len(),
+        "{}: every sampled position checked",
+        p.name
+    );
     eprintln!(
         "{:>12}: {:4} tokens, max_diff {worst_abs:.5} (rel {worst_rel:.2e})",
         p.name,
@@ -135,7 +140,9 @@ fn check_logits(engine: &mut Engine, p: &Prompt, fx: &Fixture, tol: f32, stats: 
 fn check_greedy(engine: &mut Engine, p: &Prompt, n_vocab: usize, tol: f32) -> Option<usize> {
     let mut logits = vec![0.0f32; n_vocab];
     engine.reset();
-    engine.forward(&p.tokens, LogitRows::Last, &mut logits).expect("prefill");
+    engine
+        .forward(&p.tokens, LogitRows::Last, &mut logits)
+        .expect("prefill");
     for (i, &want) in p.greedy.iter().enumerate() {
         let ours = argmax(&logits).unwrap();
         if ours != want {
@@ -152,7 +159,9 @@ fn check_greedy(engine: &mut Engine, p: &Prompt, n_vocab: usize, tol: f32) -> Op
             );
             return Some(i);
         }
-        engine.forward(&[ours], LogitRows::Last, &mut logits).expect("decode");
+        engine
+            .forward(&[ours], LogitRows::Last, &mut logits)
+            .expect("decode");
     }
     None
 }
@@ -177,8 +186,15 @@ fn run_model(file_name: &str, fixture: &str, tol: f32) {
     assert!(fx.prompts.len() >= 8, "at least 8 fixture prompts");
     let mut stats = Stats::default();
     for p in &fx.prompts {
-        let ids = loaded.tokenizer.encode(&p.text, true, true).expect("encode");
-        assert_eq!(ids, p.tokens, "{}: tokenization differs from llama.cpp", p.name);
+        let ids = loaded
+            .tokenizer
+            .encode(&p.text, true, true)
+            .expect("encode");
+        assert_eq!(
+            ids, p.tokens,
+            "{}: tokenization differs from llama.cpp",
+            p.name
+        );
         assert_eq!(p.positions.len(), p.tokens.len());
         check_logits(&mut engine, p, &fx, tol, &mut stats);
         match check_greedy(&mut engine, p, fx.n_vocab, tol) {

@@ -70,7 +70,9 @@ enum Cmd {
 fn chat_wrap(arch: Arch, prompt: &str) -> String {
     match arch {
         Arch::Llama => format!("<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"),
-        Arch::Gemma3 => format!("<start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n"),
+        Arch::Gemma3 => {
+            format!("<start_of_turn>user\n{prompt}<end_of_turn>\n<start_of_turn>model\n")
+        }
     }
 }
 
@@ -98,7 +100,11 @@ fn generate(
         spec.n_vocab,
         t_load.elapsed().as_secs_f64()
     );
-    let text = if chat { chat_wrap(spec.arch, prompt) } else { prompt.to_string() };
+    let text = if chat {
+        chat_wrap(spec.arch, prompt)
+    } else {
+        prompt.to_string()
+    };
     let tok = &loaded.tokenizer;
     let tokens = tok.encode(&text, true, true)?;
     if tokens.is_empty() || tokens.len() + n_predict > ctx {
@@ -127,7 +133,9 @@ fn generate(
     let mut pending: Vec<u8> = Vec::new();
     let mut generated = 0usize;
     for _ in 0..n_predict {
-        let next = sampler.sample(&logits, &mut scratch).map_err(Error::Sample)?;
+        let next = sampler
+            .sample(&logits, &mut scratch)
+            .map_err(Error::Sample)?;
         generated += 1;
         if tok.is_eog(next) && !ignore_eos {
             break;

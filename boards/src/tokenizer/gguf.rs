@@ -11,33 +11,53 @@ pub fn vocab_from_gguf(g: &Gguf<'_>) -> Result<Vocab, TokenizerError> {
     let str_key = |key: &'static str| g.get_str(key).map_err(bad(key));
     let array = |key: &'static str| g.get_array(key).map_err(bad(key));
 
-    let model = str_key("tokenizer.ggml.model")?.ok_or(TokenizerError::MissingKey { key: "tokenizer.ggml.model" })?;
+    let model = str_key("tokenizer.ggml.model")?.ok_or(TokenizerError::MissingKey {
+        key: "tokenizer.ggml.model",
+    })?;
     let pre = str_key("tokenizer.ggml.pre")?.unwrap_or("default");
-    let tokens = array("tokenizer.ggml.tokens")?.ok_or(TokenizerError::MissingKey { key: "tokenizer.ggml.tokens" })?;
+    let tokens = array("tokenizer.ggml.tokens")?.ok_or(TokenizerError::MissingKey {
+        key: "tokenizer.ggml.tokens",
+    })?;
     let mut v = Vocab::new(model, pre, strings(tokens, "tokenizer.ggml.tokens")?);
     if let Some(a) = array("tokenizer.ggml.merges")? {
         v.merges = strings(a, "tokenizer.ggml.merges")?;
     }
     if let Some(a) = array("tokenizer.ggml.scores")? {
         let key = "tokenizer.ggml.scores";
-        v.scores = (0..a.len()).map(|i| a.f32_at(i).ok_or(TokenizerError::BadKey { key })).collect::<Result<_, _>>()?;
+        v.scores = (0..a.len())
+            .map(|i| a.f32_at(i).ok_or(TokenizerError::BadKey { key }))
+            .collect::<Result<_, _>>()?;
     }
     if let Some(a) = array("tokenizer.ggml.token_type")? {
         let key = "tokenizer.ggml.token_type";
-        v.types = (0..a.len()).map(|i| a.i32_at(i).ok_or(TokenizerError::BadKey { key })).collect::<Result<_, _>>()?;
+        v.types = (0..a.len())
+            .map(|i| a.i32_at(i).ok_or(TokenizerError::BadKey { key }))
+            .collect::<Result<_, _>>()?;
     }
     let ids: [(&'static str, SpecialToken, &mut Option<u32>); 6] = [
         ("tokenizer.ggml.bos_token_id", SpecialToken::Bos, &mut v.bos),
         ("tokenizer.ggml.eos_token_id", SpecialToken::Eos, &mut v.eos),
         ("tokenizer.ggml.eot_token_id", SpecialToken::Eot, &mut v.eot),
         ("tokenizer.ggml.eom_token_id", SpecialToken::Eom, &mut v.eom),
-        ("tokenizer.ggml.unknown_token_id", SpecialToken::Unk, &mut v.unk),
-        ("tokenizer.ggml.padding_token_id", SpecialToken::Pad, &mut v.pad),
+        (
+            "tokenizer.ggml.unknown_token_id",
+            SpecialToken::Unk,
+            &mut v.unk,
+        ),
+        (
+            "tokenizer.ggml.padding_token_id",
+            SpecialToken::Pad,
+            &mut v.pad,
+        ),
     ];
     let n = v.tokens.len();
     for (key, which, slot) in ids {
         if let Some(id) = g.get_u64(key).map_err(bad(key))? {
-            let out_of_range = TokenizerError::SpecialOutOfRange { which, id, vocab_size: n };
+            let out_of_range = TokenizerError::SpecialOutOfRange {
+                which,
+                id,
+                vocab_size: n,
+            };
             *slot = Some(u32::try_from(id).map_err(|_| out_of_range)?);
         }
     }

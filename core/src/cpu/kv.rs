@@ -16,11 +16,19 @@ pub struct KvCache<'a> {
 impl<'a> KvCache<'a> {
     /// `u16` elements needed for `n_layer` layers of `ctx` positions.
     pub fn elements(n_layer: usize, ctx: usize, k_dim: usize, v_dim: usize) -> Option<usize> {
-        n_layer.checked_mul(ctx)?.checked_mul(k_dim.checked_add(v_dim)?)
+        n_layer
+            .checked_mul(ctx)?
+            .checked_mul(k_dim.checked_add(v_dim)?)
     }
 
     /// Wraps `data`, which must hold [`KvCache::elements`] values; `None` if it is too small.
-    pub fn new(data: &'a mut [u16], n_layer: usize, ctx: usize, k_dim: usize, v_dim: usize) -> Option<Self> {
+    pub fn new(
+        data: &'a mut [u16],
+        n_layer: usize,
+        ctx: usize,
+        k_dim: usize,
+        v_dim: usize,
+    ) -> Option<Self> {
         let need = Self::elements(n_layer, ctx, k_dim, v_dim)?;
         if data.len() < need {
             return None;
@@ -45,7 +53,11 @@ impl<'a> KvCache<'a> {
 
     /// Writes one position's keys and values. `false` if out of range.
     pub fn store(&mut self, layer: usize, pos: usize, k: &[f32], v: &[f32]) -> bool {
-        if layer >= self.n_layer || pos >= self.ctx || k.len() != self.k_dim || v.len() != self.v_dim {
+        if layer >= self.n_layer
+            || pos >= self.ctx
+            || k.len() != self.k_dim
+            || v.len() != self.v_dim
+        {
             return false;
         }
         let base = self.layer_base(layer);

@@ -188,7 +188,13 @@ impl Backend for CpuBackend<'_> {
         Ok(())
     }
 
-    fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, positions: &[u32]) -> Result<(), CpuError> {
+    fn kv_store(
+        &mut self,
+        layer: usize,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), CpuError> {
         let n = positions.len();
         if n == 0 || k.len % n != 0 || v.len % n != 0 {
             return Err(CpuError::BadRegion);
@@ -239,7 +245,11 @@ impl Backend for CpuBackend<'_> {
             .map_err(|_| CpuError::BadRegion)?;
         let keys = self.kv.keys(p.layer, len).ok_or(CpuError::KvRange)?;
         let values = self.kv.values(p.layer, len).ok_or(CpuError::KvRange)?;
-        for ((qr, or), &pos) in qs.chunks_exact(qw).zip(os.chunks_exact_mut(ow)).zip(positions) {
+        for ((qr, or), &pos) in qs
+            .chunks_exact(qw)
+            .zip(os.chunks_exact_mut(ow))
+            .zip(positions)
+        {
             attention::attend_row(p, qr, pos, keys, values, ss, or);
         }
         Ok(())

@@ -75,8 +75,7 @@ pub trait Backend {
     ) -> Result<(), Self::Error>;
 
     /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
-    fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf)
-        -> Result<(), Self::Error>;
+    fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), Self::Error>;
 
     /// Rotates the first `rope_dim` dims of each head in place; row `r` is at `positions[r]`.
     /// `x` is `(positions.len(), n_heads, head_dim)`.
@@ -93,8 +92,13 @@ pub trait Backend {
     ) -> Result<(), Self::Error>;
 
     /// Stores keys and values of `positions.len()` tokens in layer `layer`'s cache.
-    fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, positions: &[u32])
-        -> Result<(), Self::Error>;
+    fn kv_store(
+        &mut self,
+        layer: usize,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), Self::Error>;
 
     /// Causal attention of `q` (`(rows, n_head, head_dim)`, rows at `positions`) over the
     /// layer's cache, which already holds every position up to each query's own.

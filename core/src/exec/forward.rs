@@ -135,8 +135,24 @@ impl Model<'_, '_> {
                 b.rmsnorm(k, Some(kn), s.head_dim, s.eps, k)?;
             }
             let base = s.rope_base_for(il);
-            b.rope(q, s.n_head, s.head_dim, s.rope_dim, positions, base, s.rope_style)?;
-            b.rope(k, s.n_head_kv, s.head_dim, s.rope_dim, positions, base, s.rope_style)?;
+            b.rope(
+                q,
+                s.n_head,
+                s.head_dim,
+                s.rope_dim,
+                positions,
+                base,
+                s.rope_style,
+            )?;
+            b.rope(
+                k,
+                s.n_head_kv,
+                s.head_dim,
+                s.rope_dim,
+                positions,
+                base,
+                s.rope_style,
+            )?;
             b.kv_store(il, k, v, positions)?;
             // gemma3 scales Q before attention (as llama.cpp does); llama scales inside.
             let scale = if s.arch == Arch::Gemma3 {

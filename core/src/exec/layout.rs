@@ -116,7 +116,11 @@ impl Layout {
             ctx,
             threads,
         } = limits;
-        if chunk == 0 || chunk > MAX_CHUNK || logit_rows == 0 || logit_rows > chunk || ctx == 0
+        if chunk == 0
+            || chunk > MAX_CHUNK
+            || logit_rows == 0
+            || logit_rows > chunk
+            || ctx == 0
             || threads == 0
         {
             return Err(LayoutError::BadLimits);

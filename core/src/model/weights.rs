@@ -34,7 +34,8 @@ impl<'a> Tensor<'a> {
     /// The raw bytes of row `r`, or `None` past the end.
     pub fn row(&self, r: usize) -> Option<&'a [u8]> {
         let rb = self.row_bytes();
-        self.data.get(r.checked_mul(rb)?..r.checked_add(1)?.checked_mul(rb)?)
+        self.data
+            .get(r.checked_mul(rb)?..r.checked_add(1)?.checked_mul(rb)?)
     }
 
     /// The tensor as `f32` values, when it is F32 and 4-byte aligned.
@@ -185,7 +186,13 @@ impl<'a> Binder<'_, 'a> {
         self.opt(layer_name(&mut buf, il, suffix), rows, cols)
     }
 
-    fn layer(&self, il: usize, suffix: &str, rows: usize, cols: usize) -> Result<Tensor<'a>, ModelError> {
+    fn layer(
+        &self,
+        il: usize,
+        suffix: &str,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Tensor<'a>, ModelError> {
         let mut buf = [0u8; 96];
         self.req(layer_name(&mut buf, il, suffix), rows, cols)
     }
@@ -198,7 +205,9 @@ impl<'a> Weights<'a> {
         let s = spec;
         let tok_embd = b.req("token_embd.weight", s.n_vocab, s.n_embd)?;
         let output_norm = b.req("output_norm.weight", 1, s.n_embd)?;
-        let output = b.opt("output.weight", s.n_vocab, s.n_embd)?.unwrap_or(tok_embd);
+        let output = b
+            .opt("output.weight", s.n_vocab, s.n_embd)?
+            .unwrap_or(tok_embd);
         let gemma = s.arch == Arch::Gemma3;
         let mut layers = Vec::new();
         for il in 0..s.n_layer {
@@ -244,7 +253,13 @@ mod tests {
     #[test]
     fn layer_names() {
         let mut buf = [0u8; 96];
-        assert_eq!(layer_name(&mut buf, 0, "attn_q.weight"), "blk.0.attn_q.weight");
-        assert_eq!(layer_name(&mut buf, 51, "ffn_up.weight"), "blk.51.ffn_up.weight");
+        assert_eq!(
+            layer_name(&mut buf, 0, "attn_q.weight"),
+            "blk.0.attn_q.weight"
+        );
+        assert_eq!(
+            layer_name(&mut buf, 51, "ffn_up.weight"),
+            "blk.51.ffn_up.weight"
+        );
     }
 }
