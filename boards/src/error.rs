@@ -55,7 +55,13 @@ pub enum Error {
     /// A synthetic model configuration is unusable.
     #[error("synthetic model config: {0}")]
     SynthConfig(&'static str),
-    /// Writing a GGUF file failed.
+    /// Writing a GGUF file failed (boxed: the writer's errors carry tensor names).
     #[error("writing GGUF: {0}")]
-    GgufWrite(#[from] GgufWriteError),
+    GgufWrite(Box<GgufWriteError>),
+}
+
+impl From<GgufWriteError> for Error {
+    fn from(e: GgufWriteError) -> Self {
+        Self::GgufWrite(Box::new(e))
+    }
 }

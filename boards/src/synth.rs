@@ -2,7 +2,7 @@
 //! seeded random weights.
 //!
 //! [`SynthConfig`] describes the shape and storage types; [`write_synth`] streams the file
-//! through [`GgufWriter::tensor_with`], generating and quantizing each tensor chunk by chunk,
+//! through [`GgufWriter::tensor_with`](crate::gguf_writer::GgufWriter::tensor_with), generating and quantizing each tensor chunk by chunk,
 //! so even [`SynthConfig::full`] (about 17 GB) never sits in memory.
 //!
 //! # The `glimmer` GGUF convention
@@ -24,20 +24,21 @@
 //!
 //! # Values
 //! Matrices are N(0, 1/fan_in) (fan_in = ne0), so every projection keeps activations O(1);
-//! `token_embd` is N(0, 1) (it is normalized anyway); `output` is N(0, 16²/dim), so the
-//! pre-cap logits `z · logit_scale` have a standard deviation of about 3 and the softcap bends
-//! the largest ones. Norm gains are 1 + N(0, 0.1²).
+//! in `attn_q` the rows of the second half of each head, and in `attn_k` the rows of the first
+//! half, are further scaled by [`SynthConfig::qk_overlap`] (see there);
+//! `token_embd` is N(0, 0.05²), far from unit scale, so a graph that skips the embedding norm
+//! goes visibly wrong; `output` is N(0, 24²/dim), so the pre-cap logits `z · logit_scale` have
+//! a standard deviation of about 4.7 and the softcap bends the largest ones by 15–20 %. Norm
+//! gains are 1 + N(0, 0.1²).
 
 mod tensors;
 mod vocab;
-
-use std::io::{self, Write};
+mod writer;
 
 use glimmer_core::quant::GgmlType;
 
-use crate::gguf_writer::GgufWriter;
 use crate::Error;
-use tensors::{mix, Fill, TensorGen};
+pub use writer::{synth_file_len, synth_writer, write_synth};
 
 /// Architecture string of the convention.
 pub const ARCH: &str = "glimmer";
@@ -51,15 +52,10 @@ pub const NORM_EPS: f32 = 1e-5;
 pub const POST_NORM_EPS: f32 = 1e-8;
 /// `glimmer.final_logit_softcapping`.
 pub const SOFTCAP: f32 = 20.0;
-/// `glimmer.logit_scale`.
-pub const LOGIT_SCALE: f32 = 0.196_116_135_13;
+/// `glimmer.logit_scale` (stored as f32).
+pub const LOGIT_SCALE: f64 = 0.196_116_135_13;
 /// The muP query factor times √128: the attention scale is this / √128 / √head_dim.
 pub const ATTN_SCALE_NUMERATOR: f64 = 43.784_051_891_1;
-
-/// Standard deviation of `output` times √dim (see the module docs).
-const OUTPUT_GAIN: f32 = 16.0;
-/// Standard deviation of norm gains around 1.
-const GAIN_NOISE: f32 = 0.1;
 
 /// How storage types are assigned to matrices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,7 +71,8 @@ pub enum Mix {
 /// Shape, storage and seed of a synthetic Glimmer model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SynthConfig {
-    /// `general.name`.
+    /// `general.name`: "Muse Glimmer synthetic", the preset and the storage (kept in step by
+    /// [`SynthConfig::with_type`]).
     pub name: String,
     /// Residual stream width.
     pub dim: usize,
@@ -103,16 +100,27 @@ pub struct SynthConfig {
     pub weight_type: GgmlType,
     /// How types are mixed across matrices.
     pub mix: Mix,
+    /// Factor on the `attn_q` rows of the second half of each head and the `attn_k` rows of the
+    /// first half; 1 gives i.i.d. weights.
+    ///
+    /// QK-norm fixes the length of q and k, so with i.i.d. weights the scores have a standard
+    /// deviation of about 3.87 whatever the shape: attention is sharp, and the random model is
+    /// chaotic (an f16 KV cache alone moves the tiny model's logits by ~0.7 % of max |logit|).
+    /// Below 1 queries and keys live mostly in different halves of the head, so scores spread
+    /// less (RoPE rotates pairs within each half, so the split survives it): with 0.25 the same
+    /// f16 rounding moves the logits by ~0.1 %, which makes the tiny model a usable reference.
+    pub qk_overlap: f32,
 }
 
 impl SynthConfig {
     /// A small model for tests (about 5.6 MB): 8 layers (two global), dim 256, 8 heads of 32,
-    /// 2 KV heads, FFN 512, vocabulary 512, window 16, context 256, Q8_0 matrices, seed 1.
+    /// 2 KV heads, FFN 512, vocabulary 512, window 16, context 256, Q8_0 matrices, seed 1,
+    /// `qk_overlap` 0.25.
     /// Every matrix row is a multiple of 256, so K-quants work too
     /// ([`SynthConfig::tiny_q4_k_m`]).
     pub fn tiny() -> Self {
         Self {
-            name: "Muse Glimmer synthetic tiny".to_owned(),
+            name: "Muse Glimmer synthetic tiny q8_0".to_owned(),
             dim: 256,
             n_layer: 8,
             n_head: 8,
@@ -126,25 +134,28 @@ impl SynthConfig {
             seed: 1,
             weight_type: GgmlType::Q8_0,
             mix: Mix::Uniform,
+            qk_overlap: 0.25,
         }
+    }
+
+    /// [`SynthConfig::tiny`] with f32 matrices (about 21 MB): activations stay f32 on the CPU
+    /// backend, so it is compared to the float64 reference tightly.
+    pub fn tiny_f32() -> Self {
+        Self::tiny().with_type(GgmlType::F32, Mix::Uniform)
     }
 
     /// [`SynthConfig::tiny`] stored as Q4_K_M (Q4_K with Q6_K for `output` and some
     /// `attn_v`/`ffn_down`; about 3 MB).
     pub fn tiny_q4_k_m() -> Self {
-        Self {
-            name: "Muse Glimmer synthetic tiny Q4_K_M".to_owned(),
-            weight_type: GgmlType::Q4_K,
-            mix: Mix::Q4KM,
-            ..Self::tiny()
-        }
+        Self::tiny().with_type(GgmlType::Q4_K, Mix::Q4KM)
     }
 
     /// The real model's shape (52 layers, dim 6656, 32 heads of 128, 2 KV heads, FFN 19968,
-    /// vocabulary 202048, window 2048, context 131072) as Q4_K_M: about 17 GB.
+    /// vocabulary 202048, window 2048, context 131072) as Q4_K_M, i.i.d. weights
+    /// (`qk_overlap` 1): about 17 GB.
     pub fn full() -> Self {
         Self {
-            name: "Muse Glimmer synthetic full".to_owned(),
+            name: "Muse Glimmer synthetic full q4_k_m".to_owned(),
             dim: 6656,
             n_layer: 52,
             n_head: 32,
@@ -158,7 +169,22 @@ impl SynthConfig {
             seed: 1,
             weight_type: GgmlType::Q4_K,
             mix: Mix::Q4KM,
+            qk_overlap: 1.0,
         }
+    }
+
+    /// This configuration stored as `ty` mixed by `mix`; the last word of the name becomes the
+    /// storage (`q8_0`, `q4_k_m`, …).
+    pub fn with_type(mut self, ty: GgmlType, mix: Mix) -> Self {
+        let stem = self
+            .name
+            .rsplit_once(' ')
+            .map_or(self.name.as_str(), |(s, _)| s);
+        let suffix = if mix == Mix::Q4KM { "_m" } else { "" };
+        self.name = format!("{stem} {}{suffix}", ty.name());
+        self.weight_type = ty;
+        self.mix = mix;
+        self
     }
 
     /// `glimmer.attention.scale`: 43.7840518911 / √128 / √head_dim.
@@ -190,7 +216,7 @@ impl SynthConfig {
     }
 
     /// Checks that the numbers describe a model the convention can express.
-    fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         let bad = |why: &'static str| Err(Error::SynthConfig(why));
         if [
             self.dim,
@@ -207,8 +233,11 @@ impl SynthConfig {
         if !self.n_head.is_multiple_of(self.n_head_kv) {
             return bad("n_head must be a multiple of n_head_kv");
         }
-        if !self.head_dim.is_multiple_of(2) {
-            return bad("head_dim must be even (RoPE rotates pairs)");
+        if !self.head_dim.is_multiple_of(4) {
+            return bad("head_dim must be a multiple of 4 (RoPE pairs in each half)");
+        }
+        if !(self.qk_overlap > 0.0 && self.qk_overlap <= 1.0) {
+            return bad("qk_overlap must be in (0, 1]");
         }
         if self.n_special < vocab::MIN_SPECIAL {
             return bad("n_special must be at least 7");
@@ -234,176 +263,6 @@ impl SynthConfig {
             return bad("a dimension does not fit u32");
         }
         Ok(())
-    }
-}
-
-/// Declares the file: metadata, vocabulary and every tensor as a lazy source.
-pub fn synth_writer(cfg: &SynthConfig) -> Result<GgufWriter, Error> {
-    cfg.check()?;
-    let mut w = GgufWriter::new();
-    let k = |s: &str| format!("{ARCH}.{s}");
-    let u = |v: usize| v as u32; // checked to fit by `check`
-    w.kv_str("general.architecture", ARCH)
-        .kv_str("general.name", &cfg.name)
-        .kv_u32(k("block_count"), u(cfg.n_layer))
-        .kv_u32(k("context_length"), u(cfg.ctx))
-        .kv_u32(k("embedding_length"), u(cfg.dim))
-        .kv_u32(k("feed_forward_length"), u(cfg.n_ff))
-        .kv_u32(k("attention.head_count"), u(cfg.n_head))
-        .kv_u32(k("attention.head_count_kv"), u(cfg.n_head_kv))
-        .kv_u32(k("attention.key_length"), u(cfg.head_dim))
-        .kv_u32(k("attention.value_length"), u(cfg.head_dim))
-        .kv_f32(k("rope.freq_base"), ROPE_THETA)
-        .kv_u32(k("attention.sliding_window"), u(cfg.window))
-        .kv_f32(k("attention.layer_norm_rms_epsilon"), NORM_EPS)
-        .kv_f32(k("attention.post_norm_rms_epsilon"), POST_NORM_EPS)
-        .kv_f32(k("attention.scale"), cfg.attention_scale())
-        .kv_u32(k("attention.global_interval"), GLOBAL_INTERVAL)
-        .kv_f32(k("final_logit_softcapping"), SOFTCAP)
-        .kv_f32(k("logit_scale"), LOGIT_SCALE);
-
-    let v = vocab::synth_vocab(cfg.vocab, cfg.n_special, cfg.seed);
-    let tokens: Vec<&str> = v.tokens.iter().map(String::as_str).collect();
-    let merges: Vec<&str> = v.merges.iter().map(String::as_str).collect();
-    w.kv_str("tokenizer.ggml.model", "gpt2")
-        .kv_str("tokenizer.ggml.pre", "smollm")
-        .kv_array_str("tokenizer.ggml.tokens", &tokens)
-        .kv_array_i32("tokenizer.ggml.token_type", &v.types)
-        .kv_array_str("tokenizer.ggml.merges", &merges)
-        .kv_u32("tokenizer.ggml.bos_token_id", v.bos)
-        .kv_u32("tokenizer.ggml.eos_token_id", v.eos)
-        .kv_u32("tokenizer.ggml.eot_token_id", v.eot)
-        .kv_u32("tokenizer.ggml.eom_token_id", v.eom);
-
-    let (dim, q_dim, kv_dim) = (
-        cfg.dim,
-        cfg.n_head * cfg.head_dim,
-        cfg.n_head_kv * cfg.head_dim,
-    );
-    let add =
-        |w: &mut GgufWriter, name: String, ty: GgmlType, ne0: usize, n_rows: usize, fill: Fill| {
-            let gen = TensorGen {
-                ty,
-                ne0,
-                n_rows,
-                fill,
-                seed: mix(cfg.seed, w.n_tensors() as u64),
-            };
-            let dims: Vec<u64> = if n_rows == 1 {
-                vec![ne0 as u64]
-            } else {
-                vec![ne0 as u64, n_rows as u64]
-            };
-            w.tensor_with(name, ty, &dims, move |out| gen.write(out))
-                .map(|_| ())
-        };
-    let matrix = |fan_in: usize| Fill::Normal {
-        std: 1.0 / (fan_in as f32).sqrt(),
-    };
-    let gain = Fill::Gain { noise: GAIN_NOISE };
-    add(
-        &mut w,
-        "token_embd.weight".into(),
-        cfg.matrix_type("token_embd", None),
-        dim,
-        cfg.vocab,
-        Fill::Normal { std: 1.0 },
-    )?;
-    add(
-        &mut w,
-        "output_norm.weight".into(),
-        GgmlType::F32,
-        dim,
-        1,
-        gain,
-    )?;
-    let out_std = OUTPUT_GAIN / (dim as f32).sqrt();
-    add(
-        &mut w,
-        "output.weight".into(),
-        cfg.matrix_type("output", None),
-        dim,
-        cfg.vocab,
-        Fill::Normal { std: out_std },
-    )?;
-    for i in 0..cfg.n_layer {
-        let layer: [(&str, usize, usize); 12] = [
-            ("attn_norm", dim, 1),
-            ("attn_q", dim, q_dim),
-            ("attn_k", dim, kv_dim),
-            ("attn_v", dim, kv_dim),
-            ("attn_gate", dim, q_dim),
-            ("attn_output", q_dim, dim),
-            ("post_attention_norm", dim, 1),
-            ("ffn_norm", dim, 1),
-            ("ffn_gate", dim, cfg.n_ff),
-            ("ffn_up", dim, cfg.n_ff),
-            ("ffn_down", cfg.n_ff, dim),
-            ("post_ffw_norm", dim, 1),
-        ];
-        for (name, ne0, n_rows) in layer {
-            let full = format!("blk.{i}.{name}.weight");
-            if n_rows == 1 {
-                add(&mut w, full, GgmlType::F32, ne0, 1, gain)?;
-            } else {
-                add(
-                    &mut w,
-                    full,
-                    cfg.matrix_type(name, Some(i)),
-                    ne0,
-                    n_rows,
-                    matrix(ne0),
-                )?;
-            }
-        }
-    }
-    Ok(w)
-}
-
-/// The size in bytes of the file [`write_synth`] would write, computed without writing.
-pub fn synth_file_len(cfg: &SynthConfig) -> Result<u64, Error> {
-    Ok(synth_writer(cfg)?.file_len())
-}
-
-/// Streams the synthetic model `cfg` into `out`; returns the bytes written.
-///
-/// `progress(done, total)` is called after every write to `out` with the bytes written so far
-/// and the file size. `out` should be buffered (tensor bytes arrive in chunks of up to a few
-/// MiB, the header in small pieces).
-pub fn write_synth(
-    cfg: &SynthConfig,
-    out: impl Write,
-    progress: impl FnMut(u64, u64),
-) -> Result<u64, Error> {
-    let mut w = synth_writer(cfg)?;
-    let total = w.file_len();
-    let mut out = Progress {
-        inner: out,
-        done: 0,
-        total,
-        progress,
-    };
-    Ok(w.write_to(&mut out)?)
-}
-
-/// Reports bytes written.
-struct Progress<W, F> {
-    inner: W,
-    done: u64,
-    total: u64,
-    progress: F,
-}
-
-impl<W: Write, F: FnMut(u64, u64)> Write for Progress<W, F> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.done += n as u64;
-        (self.progress)(self.done, self.total);
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
     }
 }
 

@@ -39,13 +39,49 @@ fn unit_normal(r: u64) -> f32 {
     (s as f32 - 131_070.0) * (1.732_050_8 / 65_536.0)
 }
 
+/// Scales some rows of a matrix: rows `r` with `lo <= r % period < hi` are multiplied by
+/// `factor`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct RowDamp {
+    /// Row period (the head width).
+    pub period: usize,
+    /// First damped row of each period.
+    pub lo: usize,
+    /// End of the damped rows of each period.
+    pub hi: usize,
+    /// Factor of the damped rows.
+    pub factor: f32,
+}
+
+impl RowDamp {
+    /// No damping.
+    pub const NONE: Self = Self {
+        period: 1,
+        lo: 0,
+        hi: 0,
+        factor: 1.0,
+    };
+
+    /// The factor of row `r`.
+    fn of(&self, r: usize) -> f32 {
+        let i = r % self.period.max(1);
+        if (self.lo..self.hi).contains(&i) {
+            self.factor
+        } else {
+            1.0
+        }
+    }
+}
+
 /// What a tensor's values are.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Fill {
-    /// Independent draws with standard deviation `std`.
+    /// Independent draws with standard deviation `std` (times the row's damping).
     Normal {
         /// Standard deviation.
         std: f32,
+        /// Rows scaled down.
+        damp: RowDamp,
     },
     /// Norm gains: `1 + noise · z`.
     Gain {
@@ -80,16 +116,15 @@ impl TensorGen {
         let rpc = self.rows_per_chunk();
         let first = c * rpc;
         let rows = rpc.min(self.n_rows - first);
-        let n = rows * self.ne0;
         let mut rng = ChaCha8Rng::seed_from_u64(mix(self.seed, c as u64));
         vals.clear();
-        vals.extend((0..n).map(|_| {
-            let z = unit_normal(rng.next_u64());
-            match self.fill {
-                Fill::Normal { std } => std * z,
-                Fill::Gain { noise } => 1.0 + noise * z,
-            }
-        }));
+        for r in first..first + rows {
+            let (scale, offset) = match self.fill {
+                Fill::Normal { std, damp } => (std * damp.of(r), 0.0),
+                Fill::Gain { noise } => (noise, 1.0),
+            };
+            vals.extend((0..self.ne0).map(|_| offset + scale * unit_normal(rng.next_u64())));
+        }
         let row_bytes = self
             .ty
             .row_bytes(self.ne0)

@@ -3,7 +3,7 @@ use std::io::{self, Write};
 use glimmer_core::gguf::Gguf;
 use glimmer_core::quant::GgmlType;
 
-use super::tensors::{Fill, TensorGen};
+use super::tensors::{Fill, RowDamp, TensorGen};
 use super::*;
 use crate::tokenizer::gguf::vocab_from_gguf;
 use crate::tokenizer::Tokenizer;
@@ -36,7 +36,10 @@ fn chunks_do_not_depend_on_worker_count() {
         ty: GgmlType::Q4_K,
         ne0: 1 << 16,
         n_rows: 50, // 4 chunks of 16 rows, the last one short
-        fill: Fill::Normal { std: 0.1 },
+        fill: Fill::Normal {
+            std: 0.1,
+            damp: RowDamp::NONE,
+        },
         seed: 7,
     };
     let mut one = Vec::new();
@@ -53,7 +56,10 @@ fn values_have_the_intended_scale() {
         ty: GgmlType::F32,
         ne0: 4096,
         n_rows: 64,
-        fill: Fill::Normal { std: 0.5 },
+        fill: Fill::Normal {
+            std: 0.5,
+            damp: RowDamp::NONE,
+        },
         seed: 3,
     };
     let mut bytes = Vec::new();
@@ -211,7 +217,11 @@ fn bad_configs_are_refused() {
             ..t()
         },
         SynthConfig {
-            head_dim: 31,
+            head_dim: 30,
+            ..t()
+        },
+        SynthConfig {
+            qk_overlap: 0.0,
             ..t()
         },
         SynthConfig { dim: 0, ..t() },
@@ -234,6 +244,39 @@ fn bad_configs_are_refused() {
         ..t()
     };
     assert!(matches!(synth_file_len(&cfg), Err(Error::GgufWrite(_))));
+}
+
+#[test]
+fn qk_overlap_damps_half_of_each_head() {
+    let cfg = SynthConfig::tiny_f32();
+    let bytes = tiny_bytes(&cfg);
+    let g = Gguf::parse(&bytes).unwrap();
+    // Row standard deviations of the first and second half of each head.
+    let halves = |name: &str| {
+        let t = g.tensor(name).unwrap();
+        let mut ss = [0.0f64; 2];
+        for (r, row) in t.data.chunks_exact(256 * 4).enumerate() {
+            let half = usize::from(r % 32 >= 16);
+            for b in row.chunks_exact(4) {
+                ss[half] += f64::from(f32::from_le_bytes(b.try_into().unwrap())).powi(2);
+            }
+        }
+        let n = (t.data.len() / 8) as f64;
+        [(ss[0] / n).sqrt() * 16.0, (ss[1] / n).sqrt() * 16.0]
+    };
+    let [q0, q1] = halves("blk.2.attn_q.weight");
+    let [k0, k1] = halves("blk.2.attn_k.weight");
+    let [v0, v1] = halves("blk.2.attn_v.weight");
+    for (got, want) in [
+        (q0, 1.0),
+        (q1, 0.25),
+        (k0, 0.25),
+        (k1, 1.0),
+        (v0, 1.0),
+        (v1, 1.0),
+    ] {
+        assert!((got - want).abs() < 0.03, "std {got}, want {want}");
+    }
 }
 
 #[test]
