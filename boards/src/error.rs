@@ -5,6 +5,7 @@ use glimmer_core::exec::{ForwardError, LayoutError};
 use glimmer_core::gguf::GgufError;
 use glimmer_core::model::ModelError;
 
+use crate::gguf_writer::GgufWriteError;
 use crate::tokenizer::TokenizerError;
 
 /// Everything that can go wrong on the std side.
@@ -51,4 +52,16 @@ pub enum Error {
         /// Context length.
         ctx: usize,
     },
+    /// A synthetic model configuration is unusable.
+    #[error("synthetic model config: {0}")]
+    SynthConfig(&'static str),
+    /// Writing a GGUF file failed (boxed: the writer's errors carry tensor names).
+    #[error("writing GGUF: {0}")]
+    GgufWrite(Box<GgufWriteError>),
+}
+
+impl From<GgufWriteError> for Error {
+    fn from(e: GgufWriteError) -> Self {
+        Self::GgufWrite(Box::new(e))
+    }
 }

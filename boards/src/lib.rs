@@ -2,7 +2,8 @@
 //!
 //! The std side of Glimmer: it maps model files ([`model_file`]), builds tokenizers from their
 //! vocabularies ([`tokenizer`]), owns the memory the core computes in ([`engine`]), writes GGUF
-//! files for tests and synthetic models ([`gguf_writer`]), and hosts the command-line tools.
+//! files for tests ([`gguf_writer`]), generates synthetic Muse Glimmer models ([`synth`]), and
+//! hosts the command-line tools.
 //!
 //! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
 
@@ -10,6 +11,7 @@ pub mod engine;
 mod error;
 pub mod gguf_writer;
 pub mod model_file;
+pub mod synth;
 pub mod tokenizer;
 
 pub use error::Error;
