@@ -340,7 +340,7 @@ fn error_codes_are_stable_and_round_trip() {
 fn random_piece(rng: &mut Rng, out: &mut Vec<u8>) {
     let small = |rng: &mut Rng| {
         let r = rng.next_u64();
-        if r % 4 == 0 {
+        if r.is_multiple_of(4) {
             (r >> 8) as u8
         } else {
             (r >> 8) as u8 % 12
@@ -352,7 +352,7 @@ fn random_piece(rng: &mut Rng, out: &mut Vec<u8>) {
             let len = (rng.next_u64() % 40) as u32;
             out.extend_from_slice(&len.to_le_bytes());
             (0..len).for_each(|_| out.push(small(rng)));
-            if len >= 2 && rng.next_u64() % 4 != 0 {
+            if len >= 2 && !rng.next_u64().is_multiple_of(4) {
                 let at = out.len() - len as usize;
                 out[at] = PROTOCOL_VERSION;
                 out[at + 1] = 1 + (rng.next_u64() % 2) as u8;
@@ -367,7 +367,7 @@ fn random_piece(rng: &mut Rng, out: &mut Vec<u8>) {
                 None => encode_frame(&resps[i - reqs.len()], &mut frame).unwrap(),
             };
             let at = LEN_PREFIX + HEADER_LEN + rng.next_u64() as usize % (n - 6).max(1);
-            if at < n && rng.next_u64() % 2 == 0 {
+            if at < n && rng.next_u64().is_multiple_of(2) {
                 frame[at] = small(rng);
             }
             out.extend_from_slice(&frame[..n]);
