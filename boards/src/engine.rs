@@ -1,13 +1,34 @@
 //! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache.
 
-use glimmer_core::cpu::{CpuBackend, KvCache};
+use glimmer_core::cpu::{CpuBackend, KvCache, KvShape};
 use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model};
-use glimmer_core::model::{ModelSpec, Weights};
+use glimmer_core::model::{LayerKind, ModelSpec, Weights};
 
 use crate::model_file::ModelFile;
 use crate::tokenizer::gguf::vocab_from_gguf;
 use crate::tokenizer::Tokenizer;
 use crate::Error;
+
+/// The hybrid cache's shape: sliding layers keep `window + chunk` slots (every position a chunk
+/// of new tokens can still see), global layers the whole context.
+pub fn kv_shape(s: &ModelSpec, limits: &Limits) -> KvShape {
+    let mut sliding = 0u64;
+    let mut window = 0usize;
+    for il in 0..s.n_layer.min(64) {
+        if let LayerKind::Sliding { window: w } = s.layer_kind(il) {
+            sliding |= 1 << il;
+            window = window.max(w as usize);
+        }
+    }
+    KvShape {
+        n_layer: s.n_layer,
+        ctx: limits.ctx,
+        ring: (window + limits.chunk).min(limits.ctx).max(1),
+        sliding,
+        k_dim: s.k_dim(),
+        v_dim: s.v_dim(),
+    }
+}
 
 /// A model loaded from a mapped file: spec, weights and tokenizer.
 pub struct Loaded<'f> {
@@ -58,7 +79,8 @@ impl<'m, 'f> Engine<'m, 'f> {
     pub fn new(loaded: &'m Loaded<'f>, limits: Limits) -> Result<Self, Error> {
         let s = &loaded.spec;
         let layout = Layout::new(s, limits).map_err(Error::Layout)?;
-        let kv_len = KvCache::elements(s.n_layer, limits.ctx, s.k_dim(), s.v_dim())
+        let kv_len = kv_shape(s, &limits)
+            .elements()
             .ok_or(Error::TooLarge("KV cache"))?;
         Ok(Engine {
             loaded,
@@ -108,15 +130,8 @@ impl<'m, 'f> Engine<'m, 'f> {
         };
         let n_chunks = tokens.len().div_ceil(step);
         let kv_len = self.kv.len();
-        let s_ctx = self.layout.limits.ctx;
-        let kv = KvCache::new(
-            &mut self.kv[..kv_len],
-            s.n_layer,
-            s_ctx,
-            s.k_dim(),
-            s.v_dim(),
-        )
-        .ok_or(Error::TooLarge("KV cache"))?;
+        let kv = KvCache::new(&mut self.kv[..kv_len], kv_shape(s, &self.layout.limits))
+            .ok_or(Error::TooLarge("KV cache"))?;
         let mut backend =
             CpuBackend::new(&mut self.arena, &mut self.scratch, self.layout.scores, kv);
         let model = Model {

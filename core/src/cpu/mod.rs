@@ -12,7 +12,7 @@ mod attention;
 mod kv;
 pub mod ops;
 
-pub use kv::KvCache;
+pub use kv::{KvCache, KvShape};
 
 use crate::exec::{AttnParams, Backend, Buf};
 use crate::model::{Activation, RopeStyle, Tensor};
@@ -247,14 +247,23 @@ impl Backend for CpuBackend<'_> {
             .arena
             .get_disjoint_mut([q.off..qe, out.off..oe, scores.off..se])
             .map_err(|_| CpuError::BadRegion)?;
-        let keys = self.kv.keys(p.layer, len).ok_or(CpuError::KvRange)?;
-        let values = self.kv.values(p.layer, len).ok_or(CpuError::KvRange)?;
+        let (keys, values, cap) = self.kv.layer(p.layer).ok_or(CpuError::KvRange)?;
+        // The storage (a ring for sliding layers) must still hold the oldest key any query of
+        // this chunk can see.
+        let first_pos = positions.iter().copied().min().unwrap_or(0) as usize;
+        let oldest = match p.window {
+            Some(w) => first_pos.saturating_sub((w as usize).saturating_sub(1)),
+            None => 0,
+        };
+        if len - oldest > cap {
+            return Err(CpuError::KvRange);
+        }
         for ((qr, or), &pos) in qs
             .chunks_exact(qw)
             .zip(os.chunks_exact_mut(ow))
             .zip(positions)
         {
-            attention::attend_row(p, qr, pos, keys, values, ss, or);
+            attention::attend_row(p, qr, pos, keys, values, cap, ss, or);
         }
         Ok(())
     }
