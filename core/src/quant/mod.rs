@@ -25,6 +25,7 @@ mod dot;
 mod kquantize;
 mod num;
 mod quantize;
+pub mod simd;
 #[cfg(test)]
 mod tests;
 mod types;
@@ -54,3 +55,4 @@ pub use types::GgmlType;
 
 mod api;
 pub use api::{dequantize_row, quantize_row, quantize_weights, vec_dot, vec_dot_type, QuantError};
+pub use simd::{CpuFeatures, Feature, Isa, Kernels};
