@@ -4,8 +4,11 @@
 //! vocabularies ([`tokenizer`]), owns the memory the core computes in ([`engine`]), writes GGUF
 //! files for tests and synthetic models ([`gguf_writer`]), and hosts the command-line tools.
 //!
+//! [`cpu_features::detect`] finds the CPU's SIMD features for the core's quant kernels.
+//!
 //! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
 
+pub mod cpu_features;
 pub mod engine;
 mod error;
 pub mod gguf_writer;

@@ -174,9 +174,7 @@ pub enum Isa {
     Avx2,
     /// As [`Isa::Avx2`] with AVX-VNNI dot-product instructions.
     AvxVnni,
-    /// x86-64 AVX-512 (F, BW, VL).
-    Avx512,
-    /// x86-64 AVX-512 with AVX512-VNNI.
+    /// x86-64 AVX-512 (F, BW, VL) with AVX512-VNNI; the kernels use 256-bit vectors.
     Avx512Vnni,
     /// aarch64 NEON.
     Neon,
@@ -191,7 +189,6 @@ impl Isa {
             Self::Scalar => "scalar",
             Self::Avx2 => "avx2",
             Self::AvxVnni => "avxvnni",
-            Self::Avx512 => "avx512",
             Self::Avx512Vnni => "avx512vnni",
             Self::Neon => "neon",
             Self::NeonDot => "neon+dotprod",

@@ -42,10 +42,7 @@ macro_rules! rows_entry {
             let mut groups = w.chunks_exact($r * rb);
             let mut outs = out.chunks_exact_mut($r);
             for (g, o) in (&mut groups).zip(&mut outs) {
-                let mut rows = g
-                    .chunks_exact(rb)
-                    .map(|r| bytemuck::try_cast_slice::<u8, $w>(r).unwrap_or(&[]));
-                let rows: [&[$w]; $r] = core::array::from_fn(|_| rows.next().unwrap_or(&[]));
+                let rows = $crate::quant::simd::split_rows::<$w, $r>(g, rb);
                 for (d, v) in o.iter_mut().zip($kern::<$r>(rows, a)) {
                     *d = v;
                 }
@@ -78,6 +75,17 @@ macro_rules! quant_entry {
             }
         }
     };
+}
+
+/// `g` (`R` rows of `rb` bytes) as `R` block slices.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+fn split_rows<W: bytemuck::Pod, const R: usize>(g: &[u8], rb: usize) -> [&[W]; R] {
+    let mut out: [&[W]; R] = [&[]; R];
+    for (o, r) in out.iter_mut().zip(g.chunks_exact(rb)) {
+        *o = bytemuck::try_cast_slice(r).unwrap_or(&[]);
+    }
+    out
 }
 
 #[cfg(target_arch = "aarch64")]

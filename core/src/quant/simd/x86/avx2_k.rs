@@ -62,6 +62,7 @@ macro_rules! avx2_dotk {
                     let da = _mm256_set1_ps(y.d.get());
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
+                        prefetch_ahead(x);
                         let (sc, mn) = scales_mins_k4(&x.scales);
                         let s16 = _mm256_broadcastsi128_si256(u8x8_to_i16(sc));
                         let qch: &[[u8; 32]; 4] = bytemuck::cast_ref(&x.qs);
@@ -82,7 +83,7 @@ macro_rules! avx2_dotk {
                     }
                 }
             }
-            core::array::from_fn(|r| hsum(acc[r]))
+            hsums(acc)
         }
 
         /// Q5_K · Q8_K: as Q4_K, with bit `j` of `qh[l]` added as 16 to element `32j + l`.
@@ -99,6 +100,7 @@ macro_rules! avx2_dotk {
                     let da = _mm256_set1_ps(y.d.get());
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
+                        prefetch_ahead(x);
                         let (sc, mn) = scales_mins_k4(&x.scales);
                         let s16 = _mm256_broadcastsi128_si256(u8x8_to_i16(sc));
                         let qch: &[[u8; 32]; 4] = bytemuck::cast_ref(&x.qs);
@@ -126,7 +128,7 @@ macro_rules! avx2_dotk {
                     }
                 }
             }
-            core::array::from_fn(|r| hsum(acc[r]))
+            hsums(acc)
         }
 
         /// Q6_K · Q8_K: `sum(sc · q · a) - 32 · sum(sc · bsums)` per super-block, with `q`
@@ -144,6 +146,7 @@ macro_rules! avx2_dotk {
                     let da = _mm256_set1_ps(y.d.get());
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
+                        prefetch_ahead(x);
                         let corr = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(ld16i(&x.scales)));
                         let scs: &[[i8; 8]; 2] = bytemuck::cast_ref(&x.scales);
                         let ql: &[[u8; 32]; 4] = bytemuck::cast_ref(&x.ql);
@@ -186,7 +189,7 @@ macro_rules! avx2_dotk {
                     }
                 }
             }
-            core::array::from_fn(|r| hsum(acc[r]))
+            hsums(acc)
         }
 
         rows_entry!($feat, q4_k_rows, BlockQ4K, BlockQ8K, q4_k, 4);

@@ -4,9 +4,12 @@
 //! - `plain`: AVX2 + FMA + F16C, integer dots by `vpmaddubsw` + `vpmaddwd`.
 //! - `vnni`: the same kernels with AVX-VNNI's VEX `vpdpbusd` / `vpdpwssd` (Alder Lake and
 //!   later client cores, which lack AVX-512).
-//! - `evex`: the same kernels with AVX512-VNNI's EVEX forms on 256-bit vectors (AVX-512
-//!   cores; 256-bit vectors avoid the 512-bit clock and port penalties).
-//! - `avx512`: 512-bit kernels where they beat the 256-bit ones.
+//! - `evex`: the same kernels with AVX512-VNNI's EVEX forms and AVX-512BW byte masks, on
+//!   256-bit vectors. Per block the work is dominated by unpacking quants and broadcasting
+//!   f16 scales, which 512-bit vectors do not shrink, while they run on fewer ports (and
+//!   lower clocks on some cores); so this tier stays at 256 bits.
+//!
+//! All of them prefetch each weight row `avx2::PREFETCH_BYTES` ahead.
 
 mod avx2;
 mod avx2_k;
@@ -24,7 +27,9 @@ mod plain {
         BlockQ8_1,
     };
     use super::super::scales_mins_k4;
-    use super::avx2::{f16x8, hbits32, hsum, ld16i, ld32, ld32i, nib32};
+    use super::avx2::{
+        f16x2, f16x8, hbits32 as hbits, hsums, ld16i, ld32, ld32i, nib32, prefetch_ahead,
+    };
     use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
 
     /// `acc + sum of 4 (u8 × i8)` per `i32` lane. Exact while each adjacent pair of
@@ -72,7 +77,7 @@ mod plain {
 
 /// The VNNI forms shared by the `vnni` and `evex` tiers: exact for any bytes.
 macro_rules! vnni_tier {
-    ($feat:literal, $dpbusd:ident, $dpwssd:ident) => {
+    ($feat:literal, $dpbusd:ident, $dpwssd:ident, $hbits:path) => {
         use core::arch::x86_64::*;
 
         use super::super::super::blocks::{
@@ -80,7 +85,7 @@ macro_rules! vnni_tier {
             BlockQ8_1,
         };
         use super::super::scales_mins_k4;
-        use super::avx2::{f16x8, hbits32, hsum, ld16i, ld32, ld32i, nib32};
+        use super::avx2::{f16x2, f16x8, hsums, ld16i, ld32, ld32i, nib32, prefetch_ahead};
         use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
 
         /// `acc + sum of 4 (u8 × i8)` per `i32` lane, exact.
@@ -95,6 +100,13 @@ macro_rules! vnni_tier {
         #[inline]
         fn dpwssd(acc: __m256i, a: __m256i, b: __m256i) -> __m256i {
             $dpwssd(acc, a, b)
+        }
+
+        /// Byte `j` is `0x10` where bit `j` of `qh` is set, else 0.
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn hbits(qh: [u8; 4]) -> __m256i {
+            $hbits(qh)
         }
 
         /// A Q8_0 activation block and `-128 · sum(a)` spread over the lanes, so that
@@ -128,7 +140,8 @@ mod vnni {
     vnni_tier!(
         "avx2,fma,f16c,avxvnni",
         _mm256_dpbusd_avx_epi32,
-        _mm256_dpwssd_avx_epi32
+        _mm256_dpwssd_avx_epi32,
+        super::avx2::hbits32
     );
 }
 
@@ -137,8 +150,16 @@ mod evex {
     vnni_tier!(
         "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
         _mm256_dpbusd_epi32,
-        _mm256_dpwssd_epi32
+        _mm256_dpwssd_epi32,
+        hbits_mask
     );
+
+    /// [`hbits32`](super::avx2::hbits32) with an AVX-512 byte mask.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
+    #[inline]
+    fn hbits_mask(qh: [u8; 4]) -> __m256i {
+        _mm256_maskz_mov_epi8(u32::from_le_bytes(qh), _mm256_set1_epi8(0x10))
+    }
 }
 
 /// Offers every x86 kernel to `k`; each call names the features its kernel is compiled for.
