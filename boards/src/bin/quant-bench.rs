@@ -130,7 +130,7 @@ fn tiers(full: CpuFeatures) -> Vec<Kernels> {
 /// A weight matrix of about `bytes` bytes (whole rows of `n`), built by repeating 64
 /// quantized random rows.
 fn matrix(ty: GgmlType, n: usize, bytes: usize, rng: &mut Rng) -> (Vec<u8>, usize) {
-    let rb = ty.row_bytes(n).expect("n is a multiple of 256");
+    let rb = ty.row_bytes(n).expect("n is whole blocks");
     let rows = (bytes / rb).max(1);
     let base_rows = rows.min(64);
     let mut base = vec![0u8; base_rows * rb];
@@ -160,8 +160,8 @@ fn cpu_name() -> String {
 fn main() {
     let args = Args::parse();
     let n = args.n;
-    if n == 0 || n % 256 != 0 {
-        eprintln!("--n must be a positive multiple of 256");
+    if n == 0 || !n.is_multiple_of(32) {
+        eprintln!("--n must be a positive multiple of 32 (of 256 for the K-quants)");
         std::process::exit(2);
     }
     let features = cpu_features::detect();
@@ -198,7 +198,8 @@ fn main() {
         "type", "B/row", "kernel", "L2 GB/s", "vs scalar", "DRAM GB/s", "% read"
     );
     for ty in DOT_TYPES {
-        if !args.types.is_empty() && !args.types.iter().any(|t| t == ty.name()) {
+        let wanted = args.types.is_empty() || args.types.iter().any(|t| t == ty.name());
+        if !wanted || !n.is_multiple_of(ty.block_size()) {
             continue;
         }
         let aty = vec_dot_type(ty);
@@ -250,6 +251,9 @@ fn main() {
         "act", "kernel", "ns per row", "GB/s of f32", "vs scalar"
     );
     for aty in [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K] {
+        if !n.is_multiple_of(aty.block_size()) {
+            continue;
+        }
         let mut out = vec![0u8; aty.row_bytes(n).expect("row")];
         let mut scalar_rate = 0.0;
         let mut done: Vec<Isa> = Vec::new();
