@@ -5,8 +5,11 @@
 //! files for tests ([`gguf_writer`]), generates synthetic Muse Glimmer models ([`synth`]), and
 //! hosts the command-line tools.
 //!
+//! [`cpu_features::detect`] finds the CPU's SIMD features for the core's quant kernels.
+//!
 //! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
 
+pub mod cpu_features;
 pub mod engine;
 mod error;
 pub mod gguf_writer;

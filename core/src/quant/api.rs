@@ -73,7 +73,7 @@ pub fn vec_dot_type(ty: GgmlType) -> GgmlType {
 }
 
 /// The byte length of a row of `n` elements of `ty`, checking that `n` is whole blocks.
-fn row_len(ty: GgmlType, n: usize) -> Result<usize, QuantError> {
+pub(super) fn row_len(ty: GgmlType, n: usize) -> Result<usize, QuantError> {
     let block = ty.block_size();
     if !n.is_multiple_of(block) {
         return Err(QuantError::NotBlockMultiple { n, block });
@@ -83,7 +83,7 @@ fn row_len(ty: GgmlType, n: usize) -> Result<usize, QuantError> {
 }
 
 /// Checks that `got` bytes hold exactly `n` elements of `ty`.
-fn check_bytes(ty: GgmlType, n: usize, got: usize) -> Result<(), QuantError> {
+pub(super) fn check_bytes(ty: GgmlType, n: usize, got: usize) -> Result<(), QuantError> {
     let expected = row_len(ty, n)?;
     if got != expected {
         return Err(QuantError::BadLength { expected, got });
@@ -210,13 +210,10 @@ pub fn quantize_weights(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(),
     Ok(())
 }
 
-/// Dot product of one weight row (type `wty`, raw bytes) with one activation row already
-/// quantized to [`vec_dot_type`]`(wty)`; `n` is the element count of both.
-///
-/// Supports F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K and Q8_K weights.
-pub fn vec_dot(wty: GgmlType, n: usize, w: &[u8], act: &[u8]) -> Result<f32, QuantError> {
+/// Whether [`vec_dot`] has a kernel for weight type `wty`.
+pub(super) fn has_dot(wty: GgmlType) -> bool {
     use GgmlType as T;
-    if !matches!(
+    matches!(
         wty,
         T::F32
             | T::F16
@@ -229,7 +226,16 @@ pub fn vec_dot(wty: GgmlType, n: usize, w: &[u8], act: &[u8]) -> Result<f32, Qua
             | T::Q5_K
             | T::Q6_K
             | T::Q8_K
-    ) {
+    )
+}
+
+/// Dot product of one weight row (type `wty`, raw bytes) with one activation row already
+/// quantized to [`vec_dot_type`]`(wty)`; `n` is the element count of both.
+///
+/// Supports F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K and Q8_K weights.
+pub fn vec_dot(wty: GgmlType, n: usize, w: &[u8], act: &[u8]) -> Result<f32, QuantError> {
+    use GgmlType as T;
+    if !has_dot(wty) {
         return Err(QuantError::UnsupportedType(wty));
     }
     check_bytes(wty, n, w.len())?;

@@ -7,9 +7,10 @@
 //! - Each 4/5/6-bit block unpacks its quants into an integer array with `quants()`; the
 //!   kernels start from there.
 //! - Typed kernels work on block slices: `dequantize_<t>`, `quantize_<t>` and
-//!   `vec_dot_<w>_<a>`. They are the scalar reference; SIMD variants (AVX2, AVX-512, NEON,
-//!   picked at run time) are meant to sit next to them with the same signatures and be
-//!   tested against them.
+//!   `vec_dot_<w>_<a>`. They are the scalar reference.
+//! - [`simd`] holds the SIMD kernels (AVX2, AVX-VNNI, AVX512-VNNI, NEON, NEON+SDOT), tested
+//!   against the scalar ones; [`Kernels`] picks them at run time from [`CpuFeatures`] and is
+//!   what a matmul should call ([`Kernels::dot_rows`], [`Kernels::quantize_row`]).
 //! - The byte-level entry points [`dequantize_row`], [`quantize_row`], [`quantize_weights`]
 //!   and [`vec_dot`] check every length and dispatch on the type.
 //!
@@ -25,6 +26,7 @@ mod dot;
 mod kquantize;
 mod num;
 mod quantize;
+pub mod simd;
 #[cfg(test)]
 mod tests;
 mod types;
@@ -54,3 +56,4 @@ pub use types::GgmlType;
 
 mod api;
 pub use api::{dequantize_row, quantize_row, quantize_weights, vec_dot, vec_dot_type, QuantError};
+pub use simd::{CpuFeatures, Feature, Isa, Kernels};
