@@ -3,6 +3,7 @@
 use glimmer_core::cpu::{CpuBackend, KvCache, KvShape};
 use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model};
 use glimmer_core::model::{LayerKind, ModelSpec, Weights};
+use glimmer_core::quant::Kernels;
 
 use crate::model_file::ModelFile;
 use crate::tokenizer::gguf::vocab_from_gguf;
@@ -72,6 +73,7 @@ pub struct Engine<'m, 'f> {
     scratch: Vec<u8>,
     kv: Vec<u16>,
     pos: usize,
+    kernels: Kernels,
 }
 
 impl<'m, 'f> Engine<'m, 'f> {
@@ -89,6 +91,7 @@ impl<'m, 'f> Engine<'m, 'f> {
             scratch: vec![0; layout.quant_scratch_bytes],
             kv: vec![0; kv_len],
             pos: 0,
+            kernels: Kernels::select(crate::cpu_features::detect()),
         })
     }
 
@@ -105,6 +108,17 @@ impl<'m, 'f> Engine<'m, 'f> {
     /// Context length.
     pub fn ctx(&self) -> usize {
         self.layout.limits.ctx
+    }
+
+    /// Uses `kernels` (for example [`Kernels::scalar`], the reference) instead of the fastest
+    /// ones the CPU supports, which [`Engine::new`] picks.
+    pub fn set_kernels(&mut self, kernels: Kernels) {
+        self.kernels = kernels;
+    }
+
+    /// The dot-product kernels in use.
+    pub fn kernels(&self) -> &Kernels {
+        &self.kernels
     }
 
     /// Forgets the sequence (the cache is overwritten as positions are reused).
@@ -132,8 +146,13 @@ impl<'m, 'f> Engine<'m, 'f> {
         let kv_len = self.kv.len();
         let kv = KvCache::new(&mut self.kv[..kv_len], kv_shape(s, &self.layout.limits))
             .ok_or(Error::TooLarge("KV cache"))?;
-        let mut backend =
-            CpuBackend::new(&mut self.arena, &mut self.scratch, self.layout.scores, kv);
+        let mut backend = CpuBackend::new(
+            &mut self.arena,
+            &mut self.scratch,
+            self.layout.scores,
+            kv,
+            self.kernels,
+        );
         let model = Model {
             spec: s,
             weights: &self.loaded.weights,

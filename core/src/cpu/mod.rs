@@ -16,7 +16,7 @@ pub use kv::{KvCache, KvShape};
 
 use crate::exec::{AttnParams, Backend, Buf};
 use crate::model::{Activation, RopeStyle, Tensor};
-use crate::quant::{self, QuantError};
+use crate::quant::{self, Kernels, QuantError};
 
 /// Why a CPU kernel refused its arguments.
 #[non_exhaustive]
@@ -48,18 +48,30 @@ pub struct CpuBackend<'a> {
     scratch: &'a mut [u8],
     scores: Buf,
     kv: KvCache<'a>,
+    kernels: Kernels,
 }
 
 impl<'a> CpuBackend<'a> {
     /// A backend over `arena` (at least `Layout::arena_len` values), `scratch`
     /// (at least `Layout::quant_scratch_bytes`) and a KV cache. `scores` is the arena region
     /// the attention kernel keeps its softmax rows in (`Layout::scores`).
-    pub fn new(arena: &'a mut [f32], scratch: &'a mut [u8], scores: Buf, kv: KvCache<'a>) -> Self {
+    ///
+    /// `kernels` picks the dot-product and quantizer implementations (scalar, AVX2, AVX-512
+    /// VNNI, NEON, …): [`Kernels::scalar`] is the reference; the host selects faster ones from
+    /// the CPU features it detected.
+    pub fn new(
+        arena: &'a mut [f32],
+        scratch: &'a mut [u8],
+        scores: Buf,
+        kv: KvCache<'a>,
+        kernels: Kernels,
+    ) -> Self {
         CpuBackend {
             arena,
             scratch,
             scores,
             kv,
+            kernels,
         }
     }
 
@@ -151,7 +163,7 @@ impl Backend for CpuBackend<'_> {
                 .chunks_exact(w.cols)
                 .zip(self.scratch[..need].chunks_exact_mut(act_rb))
             {
-                quant::quantize_row(act_ty, xr, qr)?;
+                self.kernels.quantize_row(act_ty, xr, qr)?;
             }
         }
         let oe = out.off.checked_add(out.len).ok_or(CpuError::BadRegion)?;
@@ -160,11 +172,8 @@ impl Backend for CpuBackend<'_> {
         }
         let os = self.arena.get_mut(out.off..oe).ok_or(CpuError::BadRegion)?;
         let acts = &self.scratch[..need];
-        let wrb = w.row_bytes();
-        for (o, wrow) in w.data.chunks_exact(wrb).enumerate() {
-            for (r, act) in acts.chunks_exact(act_rb).enumerate() {
-                os[r * w.rows + o] = quant::vec_dot(w.ty, w.cols, wrow, act)?;
-            }
+        for (act, orow) in acts.chunks_exact(act_rb).zip(os.chunks_exact_mut(w.rows)) {
+            self.kernels.dot_rows(w.ty, w.cols, w.data, act, orow)?;
         }
         Ok(())
     }
