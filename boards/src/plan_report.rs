@@ -32,11 +32,8 @@ pub fn render(plan: &Plan, board: &BoardProfile) -> String {
     let sessions = l.sessions as u64;
     let mut out = String::new();
     let mut row = |label: &str, bytes: u64, note: String| {
-        let _ = writeln!(
-            out,
-            "  {label:<22} {:>12}  {note}",
-            ByteSize(bytes).to_string()
-        );
+        let line = format!("  {label:<22} {:>12}  {note}", ByteSize(bytes).to_string());
+        let _ = writeln!(out, "{}", line.trim_end());
     };
     row("weights", plan.weights_bytes, String::new());
     row(
