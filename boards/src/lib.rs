@@ -2,8 +2,9 @@
 //!
 //! The std side of Glimmer: it maps model files ([`model_file`]), builds tokenizers from their
 //! vocabularies ([`tokenizer`]), owns the memory the core computes in ([`engine`]), writes GGUF
-//! files for tests ([`gguf_writer`]), generates synthetic Muse Glimmer models ([`synth`]), and
-//! hosts the command-line tools.
+//! files for tests ([`gguf_writer`]), generates synthetic Muse Glimmer models ([`synth`]),
+//! holds the board profiles ([`profiles`]) and the plan report ([`plan_report`]), and hosts the
+//! command-line tools.
 //!
 //! [`cpu_features::detect`] finds the CPU's SIMD features for the core's quant kernels.
 //!
@@ -14,6 +15,8 @@ pub mod engine;
 mod error;
 pub mod gguf_writer;
 pub mod model_file;
+pub mod plan_report;
+pub mod profiles;
 pub mod synth;
 pub mod tokenizer;
 

@@ -65,6 +65,104 @@ enum Cmd {
         #[arg(long)]
         ignore_eos: bool,
     },
+    /// Plan the memory a model takes on a board, and check it against the board's budget.
+    ///
+    /// Reads only the GGUF header and tensor table. Prints weights, KV cache (global layers keep
+    /// `--ctx` positions, sliding layers a ring of window + chunk; pages of 64 positions), the
+    /// packed activation arena, quantization scratch and the total, then each budget line of the
+    /// board with OK or OVER. Exits with failure when a budget is exceeded.
+    Plan(PlanArgs),
+}
+
+/// Arguments of `glimmer plan`.
+#[derive(clap::Args)]
+struct PlanArgs {
+    /// GGUF model file [default: the default model, as for `generate`].
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Board profile: sim, jetson-agx-orin-64g, jetson-orin-nano-8g, apple-m3-max-128g, linux-x86.
+    #[arg(long, default_value = "sim")]
+    board: String,
+    /// Context length of each session.
+    #[arg(long, default_value_t = 4096)]
+    ctx: usize,
+    /// Sessions whose KV caches are resident at once.
+    #[arg(long, default_value_t = 1)]
+    sessions: usize,
+    /// Most tokens per forward call (prefill chunk).
+    #[arg(long, default_value_t = 64)]
+    chunk: usize,
+    /// KV cache storage: f16 or q8_0.
+    #[arg(long, default_value = "f16")]
+    kv: String,
+    /// Speculative block verified in one call (0: none); widens the chunk to this many rows.
+    #[arg(long, default_value_t = 0)]
+    spec_block: usize,
+    /// Worker threads (each needs a row of attention scores).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+}
+
+/// `glimmer plan`: prints the plan; fails when it does not fit the board.
+fn plan(a: PlanArgs) -> ExitCode {
+    use glimmer_boards::{plan_report, profiles};
+    use glimmer_core::model::ModelSpec;
+    use glimmer_core::plan::{KvType, Plan, PlanLimits};
+    let fail = |msg: String| {
+        eprintln!("glimmer: error: {msg}");
+        ExitCode::FAILURE
+    };
+    let Some(board) = profiles::profile(&a.board) else {
+        let names: Vec<_> = profiles::names().collect();
+        return fail(format!(
+            "unknown board {:?} (known: {})",
+            a.board,
+            names.join(", ")
+        ));
+    };
+    let Some(kv_type) = KvType::from_name(&a.kv) else {
+        return fail(format!("unknown KV type {:?} (f16 or q8_0)", a.kv));
+    };
+    let path = a.model.unwrap_or_else(default_model_path);
+    let file = match ModelFile::open(&path) {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string()),
+    };
+    let (spec, weights) = match file.gguf() {
+        Ok(g) => match ModelSpec::from_gguf(&g) {
+            Ok(s) => (s, plan_report::weights_bytes(&g)),
+            Err(e) => return fail(Error::Model(e).to_string()),
+        },
+        Err(e) => return fail(e.to_string()),
+    };
+    let limits = PlanLimits {
+        ctx: a.ctx,
+        sessions: a.sessions,
+        chunk: a.chunk,
+        logit_rows: 1,
+        threads: a.threads,
+        spec_block: a.spec_block,
+        kv_type,
+    };
+    let plan = match Plan::new(&spec, weights, limits) {
+        Ok(p) => p,
+        Err(e) => return fail(e.to_string()),
+    };
+    println!(
+        "plan for {} ({}, {} layers) on {}: ctx {}, {} session(s), KV {}",
+        path.display(),
+        spec.arch.name(),
+        spec.n_layer,
+        board.name,
+        a.ctx,
+        a.sessions,
+        kv_type.name()
+    );
+    print!("{}", plan_report::render(&plan, board));
+    match plan.check(&board.budget) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e.to_string()),
+    }
 }
 
 fn chat_wrap(arch: Arch, prompt: &str) -> String {
@@ -202,6 +300,7 @@ fn main() -> ExitCode {
             ctx,
             ignore_eos,
         ),
+        Cmd::Plan(args) => return plan(args),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,
