@@ -6,9 +6,20 @@ use crate::exec::AttnParams;
 
 use super::ops::softmax;
 
+/// One layer's cache as attention reads it: `cap` slots of keys and values (f16 bits);
+/// position `t` is in slot `t % cap`.
+#[derive(Clone, Copy)]
+pub struct LayerKv<'a> {
+    /// Keys, `(cap, k_dim)`.
+    pub keys: &'a [u16],
+    /// Values, `(cap, v_dim)`.
+    pub values: &'a [u16],
+    /// Slots.
+    pub cap: usize,
+}
+
 /// Attention for one token at `pos`: `q` is `(n_head, head_dim)`, `out` is `(n_head, head_dim_v)`.
-/// `keys`/`values` hold `cap` slots; position `t` is in slot `t % cap` (a ring for sliding
-/// layers, linear storage when `cap` exceeds every position).
+/// `kv` is a ring for sliding layers, linear storage when `cap` exceeds every position.
 ///
 /// Mirrors llama.cpp's non-flash CPU path: Q is rounded to f16 before `q·k`, and the softmax
 /// weights are rounded to f16 before they weight the values.
@@ -16,9 +27,7 @@ pub fn attend_row(
     p: &AttnParams,
     q: &[f32],
     pos: u32,
-    keys: &[u16],
-    values: &[u16],
-    cap: usize,
+    kv: LayerKv<'_>,
     scores: &mut [f32],
     out: &mut [f32],
 ) {
@@ -40,8 +49,8 @@ pub fn attend_row(
             *d = f16::from_f32(s).to_f32();
         }
         for (j, s) in scores.iter_mut().enumerate() {
-            let t = (first + j) % cap;
-            let kr = &keys[t * k_dim + kvh * p.head_dim..t * k_dim + (kvh + 1) * p.head_dim];
+            let t = (first + j) % kv.cap;
+            let kr = &kv.keys[t * k_dim + kvh * p.head_dim..t * k_dim + (kvh + 1) * p.head_dim];
             let mut acc = 0.0f32;
             for (&kb, &qv) in kr.iter().zip(q16.iter()) {
                 acc += f16::from_bits(kb).to_f32() * qv;
@@ -56,8 +65,9 @@ pub fn attend_row(
             if w16 == 0.0 {
                 continue;
             }
-            let t = (first + j) % cap;
-            let vr = &values[t * v_dim + kvh * p.head_dim_v..t * v_dim + (kvh + 1) * p.head_dim_v];
+            let t = (first + j) % kv.cap;
+            let vr =
+                &kv.values[t * v_dim + kvh * p.head_dim_v..t * v_dim + (kvh + 1) * p.head_dim_v];
             for (o, &vb) in oh.iter_mut().zip(vr) {
                 *o += w16 * f16::from_bits(vb).to_f32();
             }

@@ -272,7 +272,8 @@ impl Backend for CpuBackend<'_> {
             .zip(os.chunks_exact_mut(ow))
             .zip(positions)
         {
-            attention::attend_row(p, qr, pos, keys, values, cap, ss, or);
+            let kv = attention::LayerKv { keys, values, cap };
+            attention::attend_row(p, qr, pos, kv, ss, or);
         }
         Ok(())
     }
