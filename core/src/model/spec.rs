@@ -169,6 +169,15 @@ impl Meta<'_, '_> {
         self.with_key(suffix, |k| Ok(self.g.get_f32(k)?))
     }
 
+    /// `attention.sliding_window`, required and non-zero.
+    fn window(&self) -> Result<u32, ModelError> {
+        let w = self.req_u("attention.sliding_window")?;
+        u32::try_from(w)
+            .ok()
+            .filter(|w| *w > 0)
+            .ok_or_else(|| self.bad("attention.sliding_window"))
+    }
+
     fn bad(&self, suffix: &str) -> ModelError {
         self.with_key(suffix, |k| ModelError::BadValue(ErrName::new(k)))
     }
@@ -240,82 +249,49 @@ impl ModelSpec {
             return Err(ModelError::BadShape(ErrName::new("token_embd.weight")));
         }
 
-        let embd_norm = false;
-        let post_norm_eps = eps;
-        let attn_gate = false;
-        let global_interval = 0;
-        let logit_softcap = None;
+        // The llama graph is the base; the other architectures change what they add.
+        let base = ModelSpec {
+            arch,
+            n_layer,
+            n_embd,
+            n_head,
+            n_head_kv,
+            head_dim,
+            head_dim_v,
+            n_ff,
+            n_vocab,
+            n_ctx_train,
+            eps,
+            rope_dim,
+            rope_base,
+            rope_base_sliding: rope_base,
+            rope_style: RopeStyle::Interleaved,
+            sliding_window: None,
+            embd_scale: None,
+            embd_norm: false,
+            qk_norm: false,
+            post_norms: false,
+            post_norm_eps: eps,
+            attn_gate: false,
+            global_interval: 0,
+            logit_softcap: None,
+            attn_scale: 1.0 / libm_sqrt(head_dim as f32),
+            activation: Activation::Silu,
+        };
         let spec = match arch {
-            Arch::Llama => ModelSpec {
-                arch,
-                n_layer,
-                n_embd,
-                n_head,
-                n_head_kv,
-                head_dim,
-                head_dim_v,
-                n_ff,
-                n_vocab,
-                n_ctx_train,
-                eps,
-                rope_dim,
-                rope_base,
-                rope_base_sliding: rope_base,
-                rope_style: RopeStyle::Interleaved,
-                sliding_window: None,
-                embd_scale: None,
-                embd_norm,
-                qk_norm: false,
-                post_norms: false,
-                post_norm_eps,
-                attn_gate,
-                global_interval,
-                logit_softcap,
-                attn_scale: 1.0 / libm_sqrt(head_dim as f32),
-                activation: Activation::Silu,
+            Arch::Llama => base,
+            Arch::Gemma3 => ModelSpec {
+                // llama.cpp hard-codes the local base for gemma3's sliding layers.
+                rope_base_sliding: 10_000.0,
+                rope_style: RopeStyle::HalfSplit,
+                sliding_window: Some(m.window()?),
+                embd_scale: Some(libm_sqrt(n_embd as f32)),
+                qk_norm: true,
+                post_norms: true,
+                activation: Activation::GeluTanh,
+                ..base
             },
-            Arch::Gemma3 => {
-                let window = m.req_u("attention.sliding_window")?;
-                let window = u32::try_from(window)
-                    .ok()
-                    .filter(|w| *w > 0)
-                    .ok_or_else(|| m.bad("attention.sliding_window"))?;
-                ModelSpec {
-                    arch,
-                    n_layer,
-                    n_embd,
-                    n_head,
-                    n_head_kv,
-                    head_dim,
-                    head_dim_v,
-                    n_ff,
-                    n_vocab,
-                    n_ctx_train,
-                    eps,
-                    rope_dim,
-                    rope_base,
-                    // llama.cpp hard-codes the local base for gemma3's sliding layers.
-                    rope_base_sliding: 10_000.0,
-                    rope_style: RopeStyle::HalfSplit,
-                    sliding_window: Some(window),
-                    embd_scale: Some(libm_sqrt(n_embd as f32)),
-                    embd_norm,
-                    qk_norm: true,
-                    post_norms: true,
-                    post_norm_eps,
-                    attn_gate,
-                    global_interval,
-                    logit_softcap,
-                    attn_scale: 1.0 / libm_sqrt(head_dim as f32),
-                    activation: Activation::GeluTanh,
-                }
-            }
             Arch::Glimmer => {
-                let window = m.req_u("attention.sliding_window")?;
-                let window = u32::try_from(window)
-                    .ok()
-                    .filter(|w| *w > 0)
-                    .ok_or_else(|| m.bad("attention.sliding_window"))?;
                 let post_norm_eps = m.opt_f("attention.post_norm_rms_epsilon")?.unwrap_or(1e-8);
                 if !(post_norm_eps > 0.0 && post_norm_eps < 1.0) {
                     return Err(m.bad("attention.post_norm_rms_epsilon"));
@@ -335,23 +311,7 @@ impl ModelSpec {
                     return Err(m.bad("final_logit_softcapping"));
                 }
                 ModelSpec {
-                    arch,
-                    n_layer,
-                    n_embd,
-                    n_head,
-                    n_head_kv,
-                    head_dim,
-                    head_dim_v,
-                    n_ff,
-                    n_vocab,
-                    n_ctx_train,
-                    eps,
-                    rope_dim,
-                    rope_base,
-                    rope_base_sliding: rope_base,
-                    rope_style: RopeStyle::Interleaved,
-                    sliding_window: Some(window),
-                    embd_scale: None,
+                    sliding_window: Some(m.window()?),
                     embd_norm: true,
                     qk_norm: true,
                     post_norms: true,
@@ -360,7 +320,7 @@ impl ModelSpec {
                     global_interval,
                     logit_softcap: Some((cap, scale)),
                     attn_scale,
-                    activation: Activation::Silu,
+                    ..base
                 }
             }
         };
