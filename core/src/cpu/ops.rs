@@ -7,11 +7,16 @@ use half::f16;
 
 use crate::model::RopeStyle;
 
-/// `out = x / sqrt(mean(x²) + eps) · w` over one row; the sum of squares is taken in f64.
-pub fn rmsnorm_row(x: &[f32], w: Option<&[f32]>, eps: f32, out: &mut [f32]) {
+/// `1 / sqrt(mean(x²) + eps)`, with the sum of squares taken in f64 as GGML does.
+fn rms_scale(x: &[f32], eps: f32) -> f32 {
     let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
     let mean = (sum / x.len().max(1) as f64) as f32;
-    let scale = 1.0 / libm::sqrtf(mean + eps);
+    1.0 / libm::sqrtf(mean + eps)
+}
+
+/// `out = x / sqrt(mean(x²) + eps) · w` over one row; the sum of squares is taken in f64.
+pub fn rmsnorm_row(x: &[f32], w: Option<&[f32]>, eps: f32, out: &mut [f32]) {
+    let scale = rms_scale(x, eps);
     match w {
         Some(w) => {
             for ((o, &v), &g) in out.iter_mut().zip(x).zip(w) {
@@ -28,9 +33,7 @@ pub fn rmsnorm_row(x: &[f32], w: Option<&[f32]>, eps: f32, out: &mut [f32]) {
 
 /// In-place RMSNorm of one row.
 pub fn rmsnorm_row_inplace(x: &mut [f32], w: Option<&[f32]>, eps: f32) {
-    let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
-    let mean = (sum / x.len().max(1) as f64) as f32;
-    let scale = 1.0 / libm::sqrtf(mean + eps);
+    let scale = rms_scale(x, eps);
     match w {
         Some(w) => {
             for (v, &g) in x.iter_mut().zip(w) {
