@@ -63,23 +63,37 @@ impl<'f> Loaded<'f> {
     }
 }
 
-/// One sequence's state on the CPU backend: arena, scratch, KV cache and position.
+/// One loaded model on the CPU backend, serving `slots` independent sequences (sessions).
 ///
-/// All memory is allocated here, once; [`Engine::forward`] allocates nothing.
+/// Each slot has its own KV cache and position; the activation arena and scratch are shared,
+/// since one forward call runs at a time. All memory is allocated in the constructor;
+/// [`Engine::forward_slot`] allocates nothing.
+///
+/// The single-sequence methods ([`Engine::forward`], [`Engine::pos`], [`Engine::reset`]) work
+/// on slot 0.
 pub struct Engine<'m, 'f> {
     loaded: &'m Loaded<'f>,
     layout: Layout,
     arena: Vec<f32>,
     scratch: Vec<u8>,
-    kv: Vec<u16>,
-    pos: usize,
+    kv: Vec<Vec<u16>>,
+    pos: Vec<usize>,
     kernels: Kernels,
+    fed: u64,
 }
 
 impl<'m, 'f> Engine<'m, 'f> {
-    /// Sizes every buffer for `limits`.
+    /// Sizes every buffer for `limits`, with one slot.
     pub fn new(loaded: &'m Loaded<'f>, limits: Limits) -> Result<Self, Error> {
+        Self::with_slots(loaded, limits, 1)
+    }
+
+    /// Sizes every buffer for `limits`, with `slots` independent sequences.
+    pub fn with_slots(loaded: &'m Loaded<'f>, limits: Limits, slots: usize) -> Result<Self, Error> {
         let s = &loaded.spec;
+        if slots == 0 {
+            return Err(Error::NoSuchSlot(0));
+        }
         let layout = Layout::new(s, limits).map_err(Error::Layout)?;
         let kv_len = kv_shape(s, &limits)
             .elements()
@@ -89,9 +103,10 @@ impl<'m, 'f> Engine<'m, 'f> {
             layout,
             arena: vec![0.0; layout.arena_len],
             scratch: vec![0; layout.quant_scratch_bytes],
-            kv: vec![0; kv_len],
-            pos: 0,
+            kv: (0..slots).map(|_| vec![0; kv_len]).collect(),
+            pos: vec![0; slots],
             kernels: Kernels::select(crate::cpu_features::detect()),
+            fed: 0,
         })
     }
 
@@ -100,9 +115,25 @@ impl<'m, 'f> Engine<'m, 'f> {
         self.loaded
     }
 
-    /// Tokens already in the KV cache.
+    /// Number of slots.
+    pub fn slots(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Tokens already in slot 0's KV cache.
     pub fn pos(&self) -> usize {
-        self.pos
+        self.pos[0]
+    }
+
+    /// Tokens already in `slot`'s KV cache (0 for a slot that does not exist).
+    pub fn slot_pos(&self, slot: usize) -> usize {
+        self.pos.get(slot).copied().unwrap_or(0)
+    }
+
+    /// Tokens fed through the model so far, all slots together. A caller can read it before
+    /// and after a step to show which tokens were (re)computed.
+    pub fn tokens_fed(&self) -> u64 {
+        self.fed
     }
 
     /// Context length.
@@ -121,19 +152,41 @@ impl<'m, 'f> Engine<'m, 'f> {
         &self.kernels
     }
 
-    /// Forgets the sequence (the cache is overwritten as positions are reused).
+    /// Forgets slot 0's sequence.
     pub fn reset(&mut self) {
-        self.pos = 0;
+        self.reset_slot(0);
     }
 
-    /// Feeds `tokens` in chunks and writes the logits of the requested rows to `logits`
-    /// (`n_vocab` values per row: one row for `Last`, `tokens.len()` rows for `All`).
+    /// Forgets `slot`'s sequence (its cache is overwritten as positions are reused).
+    pub fn reset_slot(&mut self, slot: usize) {
+        if let Some(p) = self.pos.get_mut(slot) {
+            *p = 0;
+        }
+    }
+
+    /// [`Engine::forward_slot`] on slot 0.
     pub fn forward(
         &mut self,
         tokens: &[u32],
         rows: LogitRows,
         logits: &mut [f32],
     ) -> Result<(), Error> {
+        self.forward_slot(0, tokens, rows, logits)
+    }
+
+    /// Feeds `tokens` to `slot` in chunks, after the tokens it already holds, and writes the
+    /// logits of the requested rows to `logits` (`n_vocab` values per row: one row for `Last`,
+    /// `tokens.len()` rows for `All`).
+    pub fn forward_slot(
+        &mut self,
+        slot: usize,
+        tokens: &[u32],
+        rows: LogitRows,
+        logits: &mut [f32],
+    ) -> Result<(), Error> {
+        if slot >= self.pos.len() {
+            return Err(Error::NoSuchSlot(slot));
+        }
         let s = &self.loaded.spec;
         let chunk = self.layout.limits.chunk;
         let lr = self.layout.limits.logit_rows;
@@ -143,8 +196,9 @@ impl<'m, 'f> Engine<'m, 'f> {
             chunk
         };
         let n_chunks = tokens.len().div_ceil(step);
-        let kv_len = self.kv.len();
-        let kv = KvCache::new(&mut self.kv[..kv_len], kv_shape(s, &self.layout.limits))
+        let kv_mem = &mut self.kv[slot];
+        let kv_len = kv_mem.len();
+        let kv = KvCache::new(&mut kv_mem[..kv_len], kv_shape(s, &self.layout.limits))
             .ok_or(Error::TooLarge("KV cache"))?;
         let mut backend = CpuBackend::new(
             &mut self.arena,
@@ -165,11 +219,12 @@ impl<'m, 'f> Engine<'m, 'f> {
                 LogitRows::Last if ci + 1 == n_chunks => LogitRows::Last,
                 _ => LogitRows::None,
             };
-            let pos = u32::try_from(self.pos).map_err(|_| Error::TooLarge("position"))?;
+            let pos = u32::try_from(self.pos[slot]).map_err(|_| Error::TooLarge("position"))?;
             let got = model
                 .forward(&mut backend, part, pos, want)
                 .map_err(Error::Forward)?;
-            self.pos += part.len();
+            self.pos[slot] += part.len();
+            self.fed += part.len() as u64;
             if got > 0 {
                 let n = got * s.n_vocab;
                 let dst = logits

@@ -38,6 +38,9 @@ pub enum Error {
     /// A buffer would be too large, or a position ran out of range.
     #[error("{0} too large")]
     TooLarge(&'static str),
+    /// No engine slot has this index.
+    #[error("no engine slot {0}")]
+    NoSuchSlot(usize),
     /// The forward pass failed.
     #[error("forward pass: {0:?}")]
     Forward(ForwardError<CpuError>),
