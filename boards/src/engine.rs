@@ -1,35 +1,16 @@
 //! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache.
 
-use glimmer_core::cpu::{CpuBackend, KvCache, KvShape};
+use glimmer_core::cpu::CpuBackend;
 use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model};
-use glimmer_core::model::{LayerKind, ModelSpec, Weights};
+use glimmer_core::kv::{self, KvGeometry, PagePool};
+use glimmer_core::model::{ModelSpec, Weights};
+use glimmer_core::plan::{KvType, Plan};
 use glimmer_core::quant::Kernels;
 
 use crate::model_file::ModelFile;
 use crate::tokenizer::gguf::vocab_from_gguf;
 use crate::tokenizer::Tokenizer;
 use crate::Error;
-
-/// The hybrid cache's shape: sliding layers keep `window + chunk` slots (every position a chunk
-/// of new tokens can still see), global layers the whole context.
-pub fn kv_shape(s: &ModelSpec, limits: &Limits) -> KvShape {
-    let mut sliding = 0u64;
-    let mut window = 0usize;
-    for il in 0..s.n_layer.min(64) {
-        if let LayerKind::Sliding { window: w } = s.layer_kind(il) {
-            sliding |= 1 << il;
-            window = window.max(w as usize);
-        }
-    }
-    KvShape {
-        n_layer: s.n_layer,
-        ctx: limits.ctx,
-        ring: (window + limits.chunk).min(limits.ctx).max(1),
-        sliding,
-        k_dim: s.k_dim(),
-        v_dim: s.v_dim(),
-    }
-}
 
 /// A model loaded from a mapped file: spec, weights and tokenizer.
 pub struct Loaded<'f> {
@@ -65,8 +46,9 @@ impl<'f> Loaded<'f> {
 
 /// One loaded model on the CPU backend, serving `slots` independent sequences (sessions).
 ///
-/// Each slot has its own KV cache and position; the activation arena and scratch are shared,
-/// since one forward call runs at a time. All memory is allocated in the constructor;
+/// Each slot has its own KV page table and position in one shared [`PagePool`]; the
+/// activation arena and scratch are shared too, since one forward call runs at a time. All
+/// memory is allocated (and touched, so the pages are resident) in the constructor;
 /// [`Engine::forward_slot`] allocates nothing.
 ///
 /// The single-sequence methods ([`Engine::forward`], [`Engine::pos`], [`Engine::reset`]) work
@@ -76,38 +58,97 @@ pub struct Engine<'m, 'f> {
     layout: Layout,
     arena: Vec<f32>,
     scratch: Vec<u8>,
-    kv: Vec<Vec<u16>>,
+    kv: PagePool<Vec<u16>, Vec<u32>>,
     pos: Vec<usize>,
     kernels: Kernels,
     fed: u64,
 }
 
 impl<'m, 'f> Engine<'m, 'f> {
-    /// Sizes every buffer for `limits`, with one slot.
+    /// Sizes every buffer for `limits`, with one slot and an f16 cache.
     pub fn new(loaded: &'m Loaded<'f>, limits: Limits) -> Result<Self, Error> {
         Self::with_slots(loaded, limits, 1)
     }
 
-    /// Sizes every buffer for `limits`, with `slots` independent sequences.
+    /// Sizes every buffer for `limits`, with `slots` independent sequences and an f16 cache.
     pub fn with_slots(loaded: &'m Loaded<'f>, limits: Limits, slots: usize) -> Result<Self, Error> {
-        let s = &loaded.spec;
+        Self::with_kv(loaded, limits, slots, KvType::F16)
+    }
+
+    /// Sizes every buffer for `limits`, with `slots` sequences whose cache stores `kv_type`.
+    /// Reserves `slots × pages_per_slot` pages, so a slot never runs out before its context.
+    pub fn with_kv(
+        loaded: &'m Loaded<'f>,
+        limits: Limits,
+        slots: usize,
+        kv_type: KvType,
+    ) -> Result<Self, Error> {
         if slots == 0 {
             return Err(Error::NoSuchSlot(0));
         }
-        let layout = Layout::new(s, limits).map_err(Error::Layout)?;
-        let kv_len = kv_shape(s, &limits)
-            .elements()
+        let layout = Layout::new(&loaded.spec, limits).map_err(Error::Layout)?;
+        let geo = KvGeometry::new(&loaded.spec, limits.ctx, limits.chunk, kv_type)?;
+        let pages = geo
+            .pages_per_slot()?
+            .checked_mul(slots)
             .ok_or(Error::TooLarge("KV cache"))?;
+        Self::build(loaded, layout, geo, slots, pages)
+    }
+
+    /// Sizes every buffer exactly as `plan` says (layout, KV type, sessions, pages); the plan
+    /// must have been made for this model.
+    pub fn from_plan(loaded: &'m Loaded<'f>, plan: &Plan) -> Result<Self, Error> {
+        let l = &plan.limits;
+        let geo = KvGeometry::new(&loaded.spec, l.ctx, l.rows(), l.kv_type)?;
+        let pages = usize::try_from(plan.kv_pages).map_err(|_| Error::TooLarge("KV cache"))?;
+        Self::build(loaded, plan.layout, geo, l.sessions, pages)
+    }
+
+    fn build(
+        loaded: &'m Loaded<'f>,
+        layout: Layout,
+        geo: KvGeometry,
+        slots: usize,
+        pages: usize,
+    ) -> Result<Self, Error> {
+        let data = prefault(vec![0u16; kv::data_len(&geo, pages)?]);
+        let meta = prefault(vec![0u32; kv::meta_len(&geo, slots, pages)?]);
         Ok(Engine {
             loaded,
             layout,
-            arena: vec![0.0; layout.arena_len],
-            scratch: vec![0; layout.quant_scratch_bytes],
-            kv: (0..slots).map(|_| vec![0; kv_len]).collect(),
+            arena: prefault(vec![0.0; layout.arena_len]),
+            scratch: prefault(vec![0; layout.quant_scratch_bytes]),
+            kv: PagePool::new(geo, slots, pages, data, meta)?,
             pos: vec![0; slots],
             kernels: Kernels::select(crate::cpu_features::detect()),
             fed: 0,
         })
+    }
+
+    /// Bytes this engine allocated: KV data and page tables, activation arena, scratch.
+    pub fn allocated_bytes(&self) -> EngineBytes {
+        let g = self.kv.geometry();
+        let pages = self.kv.pages();
+        EngineBytes {
+            kv: kv::data_len(g, pages).unwrap_or(0) as u64 * 2,
+            kv_meta: kv::meta_len(g, self.pos.len(), pages).unwrap_or(0) as u64 * 4,
+            activations: self.arena.len() as u64 * 4,
+            scratch: self.scratch.len() as u64,
+        }
+    }
+
+    /// The KV page pool (pages free, geometry).
+    pub fn kv_pool(&self) -> &PagePool<Vec<u16>, Vec<u32>> {
+        &self.kv
+    }
+
+    /// Gives slot `dst` the first `n` tokens of slot `src` by sharing its KV pages (copied
+    /// only when written): a session that starts with another's prompt skips its prefill.
+    pub fn share_prefix(&mut self, src: usize, dst: usize, n: usize) -> Result<(), Error> {
+        let src_len = self.slot_pos(src);
+        self.kv.share_prefix(src, dst, n, src_len)?;
+        self.pos[dst] = n;
+        Ok(())
     }
 
     /// The loaded model.
@@ -157,10 +198,12 @@ impl<'m, 'f> Engine<'m, 'f> {
         self.reset_slot(0);
     }
 
-    /// Forgets `slot`'s sequence (its cache is overwritten as positions are reused).
+    /// Forgets `slot`'s sequence and returns its KV pages to the pool.
     pub fn reset_slot(&mut self, slot: usize) {
         if let Some(p) = self.pos.get_mut(slot) {
             *p = 0;
+            // The slot exists, so releasing it cannot fail.
+            let _ = self.kv.release(slot);
         }
     }
 
@@ -196,10 +239,7 @@ impl<'m, 'f> Engine<'m, 'f> {
             chunk
         };
         let n_chunks = tokens.len().div_ceil(step);
-        let kv_mem = &mut self.kv[slot];
-        let kv_len = kv_mem.len();
-        let kv = KvCache::new(&mut kv_mem[..kv_len], kv_shape(s, &self.layout.limits))
-            .ok_or(Error::TooLarge("KV cache"))?;
+        let kv = self.kv.slot(slot)?;
         let mut backend = CpuBackend::new(
             &mut self.arena,
             &mut self.scratch,
@@ -238,4 +278,38 @@ impl<'m, 'f> Engine<'m, 'f> {
         }
         Ok(())
     }
+}
+
+/// What an [`Engine`] allocated, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineBytes {
+    /// KV pages.
+    pub kv: u64,
+    /// KV reference counts, free stack and page tables.
+    pub kv_meta: u64,
+    /// Activation arena.
+    pub activations: u64,
+    /// Quantized-activation scratch.
+    pub scratch: u64,
+}
+
+impl EngineBytes {
+    /// Everything together.
+    pub fn total(&self) -> u64 {
+        self.kv + self.kv_meta + self.activations + self.scratch
+    }
+}
+
+/// Writes every page of `v` once, so the memory is resident before the first token instead of
+/// faulting in during decoding (`vec![0; n]` maps zero pages lazily).
+fn prefault<T: Copy + Default>(mut v: Vec<T>) -> Vec<T> {
+    let step = (4096 / core::mem::size_of::<T>().max(1)).max(1);
+    let mut i = 0;
+    while i < v.len() {
+        // A volatile write the optimizer cannot drop: it is what makes the page resident.
+        // SAFETY: `i < v.len()`, so the pointer is in bounds and aligned for `T`.
+        unsafe { core::ptr::write_volatile(v.as_mut_ptr().add(i), T::default()) };
+        i += step;
+    }
+    v
 }

@@ -38,6 +38,9 @@ pub enum Error {
     /// A buffer would be too large, or a position ran out of range.
     #[error("{0} too large")]
     TooLarge(&'static str),
+    /// The KV cache refused the request.
+    #[error("KV cache: {0}")]
+    Kv(#[from] glimmer_core::kv::KvError),
     /// No engine slot has this index.
     #[error("no engine slot {0}")]
     NoSuchSlot(usize),

@@ -15,8 +15,10 @@ pub mod engine;
 mod error;
 pub mod gguf_writer;
 pub mod model_file;
+pub mod plan_measure;
 pub mod plan_report;
 pub mod profiles;
+pub mod rss;
 pub mod synth;
 pub mod tokenizer;
 

@@ -72,6 +72,11 @@ pub fn render(plan: &Plan, board: &BoardProfile) -> String {
         ),
     );
     row(
+        "KV page tables",
+        plan.kv_meta_bytes,
+        "refcounts, free stack, tables".to_owned(),
+    );
+    row(
         "activations (packed)",
         plan.activation_bytes,
         format!(
@@ -92,7 +97,12 @@ pub fn render(plan: &Plan, board: &BoardProfile) -> String {
         board.default_backend
     );
     budget_line(&mut out, "weights", plan.weights_bytes, b.weights);
-    budget_line(&mut out, "KV cache", plan.kv_bytes(), b.kv);
+    budget_line(
+        &mut out,
+        "KV cache",
+        plan.kv_bytes() + plan.kv_meta_bytes,
+        b.kv,
+    );
     budget_line(&mut out, "arena", plan.arena_bytes(), b.arena);
     budget_line(&mut out, "total", plan.total_bytes, b.total);
     out

@@ -11,6 +11,7 @@
 //!   architecture (`llama`, `gemma3`, `glimmer`) into [`model::Weights`].
 //! - [`exec`] defines the [`exec::Backend`] kernel trait and writes the forward pass once against it.
 //! - [`cpu`] is the reference CPU backend.
+//! - [`kv`] is the hybrid KV cache in fixed, reference-counted pages (rings for sliding layers).
 //! - [`plan`] sizes weights, KV cache and arena for given limits and checks them against a budget.
 //! - [`sample`] turns logits into tokens (greedy, temperature, top-k, top-p) with a seeded RNG.
 //! - [`chat`] renders conversations with a model's chat template and parses tool calls as they stream.
@@ -21,6 +22,7 @@ pub mod chat;
 pub mod cpu;
 pub mod exec;
 pub mod gguf;
+pub mod kv;
 pub mod model;
 pub mod plan;
 pub mod proto;

@@ -101,6 +101,17 @@ struct PlanArgs {
     /// Worker threads (each needs a row of attention scores).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Also build the engine from the plan, run every session (a prompt of
+    /// `--measure-prompt` tokens, then `--measure-decode` greedy tokens) and compare the
+    /// process's resident memory with the plan. Linux only (reads /proc/self/status).
+    #[arg(long)]
+    measure: bool,
+    /// Prompt tokens per session for `--measure`.
+    #[arg(long, default_value_t = 256)]
+    measure_prompt: usize,
+    /// Decoded tokens per session for `--measure`.
+    #[arg(long, default_value_t = 64)]
+    measure_decode: usize,
 }
 
 /// `glimmer plan`: prints the plan; fails when it does not fit the board.
@@ -159,10 +170,24 @@ fn plan(a: PlanArgs) -> ExitCode {
         kv_type.name()
     );
     print!("{}", plan_report::render(&plan, board));
-    match plan.check(&board.budget) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(e.to_string()),
+    if let Err(e) = plan.check(&board.budget) {
+        return fail(e.to_string());
     }
+    if a.measure {
+        let mut progress = |msg: &str| eprintln!("glimmer: measuring: {msg}");
+        let m = glimmer_boards::plan_measure::measure(
+            &file,
+            &plan,
+            a.measure_prompt,
+            a.measure_decode,
+            &mut progress,
+        );
+        match m {
+            Ok(m) => print!("{}", glimmer_boards::plan_measure::render(&m)),
+            Err(e) => return fail(e.to_string()),
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn chat_wrap(arch: Arch, prompt: &str) -> String {

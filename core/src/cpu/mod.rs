@@ -2,20 +2,22 @@
 //!
 //! It works in memory the host hands it: the `f32` activation arena laid out by
 //! [`crate::exec::Layout`], a byte scratch for activations quantized to each weight's
-//! dot-product format, and the f16 [`KvCache`]. It never allocates.
+//! dot-product format, and one session's view of the paged KV cache ([`SlotKv`]). It never
+//! allocates.
 //!
 //! Matmuls quantize each activation row once to the weight's `vec_dot_type` (Q8_0, Q8_1 or Q8_K)
 //! and take integer dot products per block, the way llama.cpp's CPU backend does, so both agree
 //! to float-summation order.
 
 mod attention;
-mod kv;
 pub mod ops;
 
-pub use kv::{KvCache, KvShape};
+use half::f16;
 
 use crate::exec::{AttnParams, Backend, Buf};
+use crate::kv::{KvError, SlotKv};
 use crate::model::{Activation, RopeStyle, Tensor};
+use crate::plan::KvType;
 use crate::quant::{self, Kernels, QuantError};
 
 /// Why a CPU kernel refused its arguments.
@@ -34,6 +36,19 @@ pub enum CpuError {
     HeadTooWide,
     /// The quantization scratch is too small for a row.
     ScratchTooSmall,
+    /// The KV cache refused a write (pool exhausted, bad geometry).
+    Kv(KvError),
+    /// Q8_0 KV storage needs heads whose widths are multiples of 32.
+    KvHeadNotBlocked,
+}
+
+impl From<KvError> for CpuError {
+    fn from(e: KvError) -> Self {
+        match e {
+            KvError::Range => Self::KvRange,
+            e => Self::Kv(e),
+        }
+    }
 }
 
 impl From<QuantError> for CpuError {
@@ -47,13 +62,13 @@ pub struct CpuBackend<'a> {
     arena: &'a mut [f32],
     scratch: &'a mut [u8],
     scores: Buf,
-    kv: KvCache<'a>,
+    kv: SlotKv<'a>,
     kernels: Kernels,
 }
 
 impl<'a> CpuBackend<'a> {
     /// A backend over `arena` (at least `Layout::arena_len` values), `scratch`
-    /// (at least `Layout::quant_scratch_bytes`) and a KV cache. `scores` is the arena region
+    /// (at least `Layout::quant_scratch_bytes`) and one session's KV cache. `scores` is the arena region
     /// the attention kernel keeps its softmax rows in (`Layout::scores`).
     ///
     /// `kernels` picks the dot-product and quantizer implementations (scalar, AVX2, AVX-512
@@ -63,7 +78,7 @@ impl<'a> CpuBackend<'a> {
         arena: &'a mut [f32],
         scratch: &'a mut [u8],
         scores: Buf,
-        kv: KvCache<'a>,
+        kv: SlotKv<'a>,
         kernels: Kernels,
     ) -> Self {
         CpuBackend {
@@ -75,8 +90,8 @@ impl<'a> CpuBackend<'a> {
         }
     }
 
-    /// The KV cache.
-    pub fn kv(&self) -> &KvCache<'a> {
+    /// The session's KV cache.
+    pub fn kv(&self) -> &SlotKv<'a> {
         &self.kv
     }
 
@@ -92,6 +107,24 @@ impl<'a> CpuBackend<'a> {
             .get_disjoint_mut([a.off..ea, b.off..eb])
             .map_err(|_| CpuError::BadRegion)
     }
+}
+
+/// Writes one row of keys or values into the cache's storage units.
+fn store_row(k: &Kernels, ty: KvType, src: &[f32], dst: &mut [u16]) -> Result<(), CpuError> {
+    match ty {
+        KvType::F16 => {
+            if dst.len() != src.len() {
+                return Err(CpuError::BadRegion);
+            }
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = f16::from_f32(s).to_bits();
+            }
+        }
+        KvType::Q8_0 => {
+            k.quantize_row(quant::GgmlType::Q8_0, src, bytemuck::cast_slice_mut(dst))?;
+        }
+    }
+    Ok(())
 }
 
 fn f32_weight<'w>(t: &Tensor<'w>) -> Result<&'w [f32], CpuError> {
@@ -217,10 +250,11 @@ impl Backend for CpuBackend<'_> {
         let ve = v.off.checked_add(v.len).ok_or(CpuError::BadRegion)?;
         let ks = self.arena.get(k.off..ke).ok_or(CpuError::BadRegion)?;
         let vs = self.arena.get(v.off..ve).ok_or(CpuError::BadRegion)?;
+        let ty = self.kv.geometry().ty;
         for ((kr, vr), &pos) in ks.chunks_exact(kd).zip(vs.chunks_exact(vd)).zip(positions) {
-            if !self.kv.store(layer, pos as usize, kr, vr) {
-                return Err(CpuError::KvRange);
-            }
+            let (kdst, vdst) = self.kv.row_mut(layer, pos as usize)?;
+            store_row(&self.kernels, ty, kr, kdst)?;
+            store_row(&self.kernels, ty, vr, vdst)?;
         }
         Ok(())
     }
@@ -240,8 +274,14 @@ impl Backend for CpuBackend<'_> {
         if q.len != positions.len() * qw || out.len != positions.len() * ow {
             return Err(CpuError::BadRegion);
         }
+        let ty = self.kv.geometry().ty;
+        if ty == KvType::Q8_0
+            && (!p.head_dim.is_multiple_of(32) || !p.head_dim_v.is_multiple_of(32))
+        {
+            return Err(CpuError::KvHeadNotBlocked);
+        }
         let max_pos = positions.iter().copied().max().unwrap_or(0) as usize;
-        if max_pos >= self.kv.ctx() {
+        if max_pos >= self.kv.geometry().ctx {
             return Err(CpuError::KvRange);
         }
         let len = max_pos + 1;
@@ -256,7 +296,8 @@ impl Backend for CpuBackend<'_> {
             .arena
             .get_disjoint_mut([q.off..qe, out.off..oe, scores.off..se])
             .map_err(|_| CpuError::BadRegion)?;
-        let (keys, values, cap) = self.kv.layer(p.layer).ok_or(CpuError::KvRange)?;
+        let view = self.kv.layer(p.layer)?;
+        let cap = view.cap;
         // The storage (a ring for sliding layers) must still hold the oldest key any query of
         // this chunk can see.
         let first_pos = positions.iter().copied().min().unwrap_or(0) as usize;
@@ -272,8 +313,12 @@ impl Backend for CpuBackend<'_> {
             .zip(os.chunks_exact_mut(ow))
             .zip(positions)
         {
-            let kv = attention::LayerKv { keys, values, cap };
-            attention::attend_row(p, qr, pos, kv, ss, or);
+            let kv = attention::KvRead {
+                view,
+                ty,
+                kernels: &self.kernels,
+            };
+            attention::attend_row(p, qr, pos, kv, ss, or)?;
         }
         Ok(())
     }

@@ -20,8 +20,8 @@ pub use budget::{Budget, BudgetKind, ByteSize};
 use crate::exec::{Layout, LayoutError, Limits};
 use crate::model::{LayerKind, ModelSpec};
 
-/// Positions per KV page (per layer).
-pub const PAGE_POSITIONS: u64 = 64;
+/// Positions per KV page (per layer): [`crate::kv::PAGE_POSITIONS`].
+pub const PAGE_POSITIONS: u64 = crate::kv::PAGE_POSITIONS as u64;
 
 /// Storage type of the KV cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +166,9 @@ pub struct Plan {
     pub kv_all_global_bytes: u64,
     /// KV pages of [`PAGE_POSITIONS`] positions, all layers and sessions.
     pub kv_pages: u64,
+    /// The page pool's bookkeeping: reference counts, free stack and page tables
+    /// ([`crate::kv::meta_len`] `u32`s).
+    pub kv_meta_bytes: u64,
     /// The packed activation arena. One arena serves every session: the decoder runs one
     /// session's step at a time.
     pub activation_bytes: u64,
@@ -189,6 +192,14 @@ fn mul(a: u64, b: u64) -> Result<u64, PlanError> {
 
 fn add(a: u64, b: u64) -> Result<u64, PlanError> {
     a.checked_add(b).ok_or(PlanError::Overflow)
+}
+
+fn kv_err(e: crate::kv::KvError) -> PlanError {
+    match e {
+        crate::kv::KvError::NotBlocked => PlanError::KvNotBlocked,
+        crate::kv::KvError::BadShape => PlanError::BadLimits,
+        _ => PlanError::Overflow,
+    }
 }
 
 fn pages(positions: u64) -> u64 {
@@ -245,11 +256,22 @@ impl Plan {
         let all_layers = add(global_layers, sliding_layers)?;
         let kv_all_global_bytes = mul(mul(mul(all_layers, ctx_pages)?, sessions)?, page_bytes)?;
 
+        let kv_pages = add(global_page_count, sliding_page_count)?;
+        let geo = crate::kv::KvGeometry::new(spec, l.ctx, l.rows(), l.kv_type).map_err(kv_err)?;
+        let pool_pages = usize::try_from(kv_pages).map_err(|_| PlanError::Overflow)?;
+        let kv_meta_bytes = mul(
+            to_u64(crate::kv::meta_len(&geo, l.sessions, pool_pages).map_err(kv_err)?)?,
+            4,
+        )?;
+
         let activation_bytes = mul(to_u64(layout.arena_len)?, 4)?;
         let activation_unshared_bytes = mul(to_u64(layout.unshared_len)?, 4)?;
         let scratch_bytes = to_u64(layout.quant_scratch_bytes)?;
         let total_bytes = add(
-            add(weights_bytes, add(kv_global_bytes, kv_sliding_bytes)?)?,
+            add(
+                weights_bytes,
+                add(add(kv_global_bytes, kv_sliding_bytes)?, kv_meta_bytes)?,
+            )?,
             add(activation_bytes, scratch_bytes)?,
         )?;
         Ok(Plan {
@@ -263,7 +285,8 @@ impl Plan {
             kv_global_bytes,
             kv_sliding_bytes,
             kv_all_global_bytes,
-            kv_pages: add(global_page_count, sliding_page_count)?,
+            kv_pages,
+            kv_meta_bytes,
             activation_bytes,
             activation_unshared_bytes,
             scratch_bytes,
@@ -272,7 +295,7 @@ impl Plan {
         })
     }
 
-    /// KV of all layers and sessions.
+    /// KV pages of all layers and sessions (without [`Plan::kv_meta_bytes`]).
     pub fn kv_bytes(&self) -> u64 {
         // Both terms are parts of `total_bytes`, which was computed without overflow.
         self.kv_global_bytes + self.kv_sliding_bytes
@@ -294,7 +317,11 @@ impl Plan {
     pub fn check(&self, budget: &Budget) -> Result<(), PlanError> {
         let lines = [
             (BudgetKind::Weights, self.weights_bytes, budget.weights),
-            (BudgetKind::Kv, self.kv_bytes(), budget.kv),
+            (
+                BudgetKind::Kv,
+                self.kv_bytes() + self.kv_meta_bytes,
+                budget.kv,
+            ),
             (BudgetKind::Arena, self.arena_bytes(), budget.arena),
             (BudgetKind::Total, self.total_bytes, budget.total),
         ];

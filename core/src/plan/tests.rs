@@ -60,6 +60,15 @@ fn sliding_ring_is_smaller_than_global_for_long_ctx() {
     assert_eq!(p.kv_global_bytes, 13 * 131_072 * 1024);
     assert_eq!(p.kv_sliding_bytes, 39 * 2112 * 1024);
     assert_eq!(p.kv_pages, 13 * 2048 + 39 * 33);
+    // The pool the engine builds from this plan has exactly these pages.
+    let geo = crate::kv::KvGeometry::new(&glimmer_full(), 131_072, 64, KvType::F16).unwrap();
+    assert_eq!(geo.pages_per_slot().unwrap() as u64, p.kv_pages);
+    assert_eq!(
+        crate::kv::data_len(&geo, p.kv_pages as usize).unwrap() as u64 * 2,
+        p.kv_bytes()
+    );
+    // refs + free stack + one table: 3 u32s a page.
+    assert_eq!(p.kv_meta_bytes, 3 * 4 * p.kv_pages);
     assert!(p.kv_sliding_bytes < p.kv_global_bytes);
     assert!(p.kv_bytes() < p.kv_all_global_bytes);
 }
@@ -161,7 +170,7 @@ fn over_budget_names_the_budget_and_amount() {
         p.check(&small_kv),
         Err(PlanError::OverBudget {
             which: BudgetKind::Kv,
-            need: p.kv_bytes(),
+            need: p.kv_bytes() + p.kv_meta_bytes,
             have: GIB
         })
     );
