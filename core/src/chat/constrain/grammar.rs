@@ -15,6 +15,7 @@ pub const NUM_MAX: usize = 32;
 const BOOLS: [&str; 2] = ["true", "false"];
 const ATEM_TAGS: [&str; 2] = ["<atem:parameter name=\"", "</atem:invoke>"];
 const PARAM_END: &[u8] = b"</atem:parameter>";
+const END_TAG: &[u8] = b"</tool_call>";
 
 /// A fixed piece of syntax.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +48,7 @@ impl Lit {
             Lit::Comma => b",",
             Lit::ArgsKey => b"\"arguments\"",
             Lit::Close => b"}",
-            Lit::EndTag => b"</tool_call>",
+            Lit::EndTag => END_TAG,
             Lit::Invoke => b"<atem:invoke name=\"",
             Lit::InvokeGt | Lit::ParamGt => b">",
             Lit::ParamEnd => PARAM_END,
@@ -123,6 +124,8 @@ pub(super) struct State {
     seen: u64,
     /// Candidates still matching a name-like token.
     cand: u64,
+    /// Bytes of `</tool_call>` that end the raw text of a JSON string.
+    tag: u8,
     num_len: u8,
     num: [u8; NUM_MAX],
 }
@@ -180,6 +183,7 @@ impl<'a> Ctx<'a> {
             param: 0,
             seen: 0,
             cand: 0,
+            tag: 0,
             num_len: 0,
             num: [0; NUM_MAX],
         }
@@ -252,12 +256,17 @@ impl<'a> Ctx<'a> {
                     match ty {
                         ParamType::String if self.atem => st.go(Phase::AtemStr),
                         ParamType::String if b == b'"' => {
+                            st.tag = 0;
                             st.go(Phase::Str);
                             return true;
                         }
                         ParamType::Enum(opts) if self.atem || b == b'"' => {
                             st.cand = first_bits(opts.len());
-                            let end = if self.atem { End::Unquoted } else { End::Quoted };
+                            let end = if self.atem {
+                                End::Unquoted
+                            } else {
+                                End::Quoted
+                            };
                             st.go(Phase::Word(Src::Options, end));
                             if !self.atem {
                                 return true;
@@ -360,12 +369,20 @@ impl<'a> Ctx<'a> {
                 st.tool = i as u8;
                 st.named = true;
                 st.seen = 0;
-                st.go(Phase::Lit(if self.atem { Lit::InvokeGt } else { Lit::Comma }));
+                st.go(Phase::Lit(if self.atem {
+                    Lit::InvokeGt
+                } else {
+                    Lit::Comma
+                }));
             }
             Src::Params => {
                 st.param = i as u8;
                 st.seen |= 1 << i;
-                st.go(Phase::Lit(if self.atem { Lit::ParamGt } else { Lit::KeyColon }));
+                st.go(Phase::Lit(if self.atem {
+                    Lit::ParamGt
+                } else {
+                    Lit::KeyColon
+                }));
             }
             Src::Options | Src::Bools => self.value_done(st),
             Src::AtemTags if i == 0 => self.key_word(st),
@@ -419,11 +436,24 @@ impl<'a> Ctx<'a> {
     fn str_step(&self, st: &mut State, b: u8) -> bool {
         match (st.pos, b) {
             (0, b'"') => self.value_done(st),
-            (0, b'\\') => st.pos = 1,
-            (0, b) => return b >= 0x20,
+            (0, b'\\') => {
+                st.pos = 1;
+                st.tag = 0;
+            }
+            (0, b) => {
+                // `</tool_call>` would end the block early: refuse its last byte.
+                if END_TAG.get(st.tag as usize) == Some(&b) {
+                    st.tag += 1;
+                } else {
+                    st.tag = u8::from(b == b'<');
+                }
+                return b >= 0x20 && st.tag as usize != END_TAG.len();
+            }
             (1, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => st.pos = 0,
             (1, b'u') => st.pos = 2,
-            (2..=5, b) if b.is_ascii_hexdigit() => st.pos = if st.pos == 5 { 0 } else { st.pos + 1 },
+            (2..=5, b) if b.is_ascii_hexdigit() => {
+                st.pos = if st.pos == 5 { 0 } else { st.pos + 1 }
+            }
             _ => return false,
         }
         true

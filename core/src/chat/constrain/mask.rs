@@ -15,7 +15,6 @@
 
 use super::{CallConstraint, ConstrainError};
 
-
 /// How many tokens the ordered walk selects and sorts at a time.
 pub const CHUNK: usize = 32;
 

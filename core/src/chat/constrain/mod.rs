@@ -31,8 +31,10 @@
 //! - The arguments object (the invoke) may close only once every required parameter is
 //!   given; a `,` (another parameter) is allowed only while some parameter is left.
 //! - Values, by [`ParamType`]:
-//!   - `String`: a JSON string (any valid escape, no raw control characters). In ATEM,
-//!     raw text that does not contain `</` (it ends at `</atem:parameter>`).
+//!   - `String`: a JSON string (any valid escape, no raw control characters), not
+//!     containing `</tool_call>` as raw text (the parser would end the block there; `<\/`
+//!     is fine). In ATEM, raw text that does not contain `</` (it ends at
+//!     `</atem:parameter>`, and the block at `</atem:function_calls>`).
 //!   - `Enum`: one of the options, as a JSON string (ATEM: the raw option).
 //!   - `Boolean`: `true` or `false`.
 //!   - `Integer`: `-?(0|[1-9][0-9]*)`, within the bounds and `i64`.
@@ -58,6 +60,10 @@
 mod grammar;
 mod mask;
 mod num;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_mask;
 
 use core::fmt;
 
