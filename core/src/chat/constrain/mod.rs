@@ -26,8 +26,9 @@
 //! model cannot stall in it. The rules, beyond JSON's:
 //! - One call per block; `"name"` comes first, then `"arguments"` (always present).
 //! - `TOOL` is one of the tool names, `KEY` a parameter of that tool not given before.
-//!   Names, keys and enum options are written literally (no JSON escapes); a key (or
-//!   name) that is a prefix of the text so far and of some name is allowed.
+//!   Names, keys and enum options are written literally (no JSON escapes); a partial
+//!   one is allowed while it is a prefix of some candidate, and its closing quote only
+//!   once it equals one.
 //! - The arguments object (the invoke) may close only once every required parameter is
 //!   given; a `,` (another parameter) is allowed only while some parameter is left.
 //! - Values, by [`ParamType`]:

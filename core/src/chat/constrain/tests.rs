@@ -186,7 +186,7 @@ fn random_splits_are_allowed_at_every_piece() {
                 let mut c = c.clone();
                 let mut from = 0;
                 for &cut in cuts.iter().chain([text.len()].iter()) {
-                    if cut < text.len() && rng.next_u64() % 3 != 0 {
+                    if cut < text.len() && !rng.next_u64().is_multiple_of(3) {
                         continue;
                     }
                     let piece = &text[from..cut];
