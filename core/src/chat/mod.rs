@@ -12,11 +12,13 @@
 //! - [`toolcall`]: streaming tool-call parsers (Hermes JSON, Qwen XML, ATEM XML).
 //! - [`schema`]: typed tool schemas, argument checking and coercion, JSON rendering.
 //! - [`json`]: the small JSON scanner the rest uses.
+//! - [`constrain`]: constrained decoding of tool calls (masking logits to valid calls).
 //! - [`ChatError`]: why rendering failed (a full buffer, bad tool arguments).
 //!
 //! Templates emit no BOS token: the tokenizer adds it.
 
 pub mod chatml;
+pub mod constrain;
 pub mod gemma;
 pub mod harmony;
 pub mod json;
