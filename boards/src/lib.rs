@@ -14,6 +14,7 @@ pub mod cpu_features;
 pub mod engine;
 mod error;
 pub mod gguf_writer;
+pub mod hal;
 pub mod model_file;
 pub mod plan_report;
 pub mod profiles;
