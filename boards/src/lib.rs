@@ -6,6 +6,10 @@
 //! holds the board profiles ([`profiles`]) and the plan report ([`plan_report`]), and hosts the
 //! command-line tools.
 //!
+//! Sensors and actuators: [`hal`] has drivers over the embedded-hal 1.0 traits and the boards
+//! they run on (a simulated thermal plant, Linux devices); [`tools`] exposes them to the model
+//! as tools with schemas, timeouts, limits and a watchdog.
+//!
 //! [`cpu_features::detect`] finds the CPU's SIMD features for the core's quant kernels.
 //!
 //! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
@@ -14,6 +18,7 @@ pub mod cpu_features;
 pub mod engine;
 mod error;
 pub mod gguf_writer;
+pub mod hal;
 pub mod model_file;
 pub mod plan_measure;
 pub mod plan_report;
@@ -21,5 +26,6 @@ pub mod profiles;
 pub mod rss;
 pub mod synth;
 pub mod tokenizer;
+pub mod tools;
 
 pub use error::Error;

@@ -11,17 +11,46 @@ use glimmer_core::plan::Budget;
 const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
-/// One tool the board exposes, and the driver and bus behind it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One device the board exposes to the model, the driver and bus behind it, and (for
+/// actuators) its limits. [`crate::tools::ToolBox`] turns a profile's entries into tools.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ToolMapEntry {
-    /// Tool name as the model calls it.
+    /// Tool name as the model calls it; sensors sharing one name become one tool with a
+    /// `zone` parameter.
     pub tool: &'static str,
-    /// Driver that implements it.
+    /// Device name: the zone of a sensor, or the actuator (`fan`, `heater`).
+    pub name: &'static str,
+    /// What the device is, for the model.
+    pub description: &'static str,
+    /// Driver that implements it: `tmp102`, `relay` or `pwm`.
     pub driver: &'static str,
-    /// Bus (or `sim`) the driver talks on.
+    /// Bus the driver talks on: `sim`, or a device path (`/dev/i2c-1`, `/dev/gpiochip0`,
+    /// `/sys/class/pwm/pwmchip0`).
     pub bus: &'static str,
-    /// Pin or address on that bus (empty when the driver needs none).
+    /// Address on that bus: an I2C address (`0x48`), a GPIO line or a PWM channel number.
     pub address: &'static str,
+    /// Longest a call may take before it fails with a timeout, in milliseconds.
+    pub timeout_ms: u32,
+    /// Limits of an actuator; `None` for sensors.
+    pub limits: Option<ActuatorLimits>,
+}
+
+/// Range, rate, safe state and watchdog of one actuator. A switch uses 0 (off) and 1 (on).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ActuatorLimits {
+    /// Smallest value accepted.
+    pub min: f32,
+    /// Largest value accepted.
+    pub max: f32,
+    /// Shortest time between two changes of value, in milliseconds (0: no limit).
+    pub min_interval_ms: u32,
+    /// Largest change one command may make (`None`: any step within the range).
+    pub max_step: Option<f32>,
+    /// The value the actuator returns to when the watchdog fires, and starts at.
+    pub safe: f32,
+    /// The actuator returns to `safe` when not commanded for this long, in milliseconds
+    /// (0: no watchdog).
+    pub watchdog_ms: u32,
 }
 
 /// A board Glimmer runs on.
@@ -45,19 +74,63 @@ pub struct BoardProfile {
     pub tools: &'static [ToolMapEntry],
 }
 
-/// The simulated tools of the `sim` board.
+/// The simulated thermal zone of the `sim` board: a TMP102 in the cabinet and one outside
+/// it on the simulated I2C bus, a fan relay and a PWM heater.
 const SIM_TOOLS: &[ToolMapEntry] = &[
     ToolMapEntry {
-        tool: "clock",
-        driver: "sim-clock",
+        tool: "read_temperature",
+        name: "cabinet",
+        description: "the cabinet the appliance sits in",
+        driver: "tmp102",
         bus: "sim",
-        address: "",
+        address: "0x48",
+        timeout_ms: 500,
+        limits: None,
     },
     ToolMapEntry {
-        tool: "led",
-        driver: "sim-gpio",
+        tool: "read_temperature",
+        name: "ambient",
+        description: "the air outside the cabinet",
+        driver: "tmp102",
         bus: "sim",
-        address: "pin 0",
+        address: "0x49",
+        timeout_ms: 500,
+        limits: None,
+    },
+    ToolMapEntry {
+        tool: "set_fan",
+        name: "fan",
+        description: "the cabinet fan (cools the cabinet)",
+        driver: "relay",
+        bus: "sim",
+        address: "0",
+        timeout_ms: 500,
+        // On is safe for a thermal zone.
+        limits: Some(ActuatorLimits {
+            min: 0.0,
+            max: 1.0,
+            min_interval_ms: 2_000,
+            max_step: None,
+            safe: 1.0,
+            watchdog_ms: 60_000,
+        }),
+    },
+    ToolMapEntry {
+        tool: "set_heater",
+        name: "heater",
+        description: "the cabinet heater, in percent of full power",
+        driver: "pwm",
+        bus: "sim",
+        address: "0",
+        timeout_ms: 500,
+        limits: Some(ActuatorLimits {
+            min: 0.0,
+            max: 100.0,
+            min_interval_ms: 1_000,
+            max_step: Some(50.0),
+            safe: 0.0,
+            watchdog_ms: 30_000,
+        }),
     },
 ];
 
@@ -170,6 +243,11 @@ mod tests {
             }
             assert!(matches!(p.default_backend, "cpu" | "cuda" | "wgpu"));
             assert!(p.bandwidth_gbs > 0.0);
+            for t in p.tools {
+                if let Some(l) = t.limits {
+                    assert!(l.min <= l.safe && l.safe <= l.max, "{}", t.name);
+                }
+            }
         }
     }
 
