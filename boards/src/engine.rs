@@ -1,9 +1,11 @@
 //! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache.
 
 use glimmer_core::cpu::{CpuBackend, KvCache, KvShape};
-use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model};
+use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model, Parallel};
 use glimmer_core::model::{LayerKind, ModelSpec, Weights};
 use glimmer_core::quant::Kernels;
+
+use crate::pool::Pool;
 
 use crate::model_file::ModelFile;
 use crate::tokenizer::gguf::vocab_from_gguf;
@@ -74,13 +76,32 @@ pub struct Engine<'m, 'f> {
     kv: Vec<u16>,
     pos: usize,
     kernels: Kernels,
+    pool: Pool,
 }
 
 impl<'m, 'f> Engine<'m, 'f> {
-    /// Sizes every buffer for `limits`.
+    /// Sizes every buffer for `limits`, with one worker thread per available core.
     pub fn new(loaded: &'m Loaded<'f>, limits: Limits) -> Result<Self, Error> {
+        Self::with_threads(loaded, limits, Pool::default_threads())
+    }
+
+    /// As [`Engine::new`], with `threads` worker threads in all (at least 1, the calling
+    /// thread included). The layout gets a softmax row per thread (`limits.threads` is raised
+    /// to `threads` if lower).
+    pub fn with_threads(
+        loaded: &'m Loaded<'f>,
+        limits: Limits,
+        threads: usize,
+    ) -> Result<Self, Error> {
         let s = &loaded.spec;
+        let threads = threads.max(1);
+        let limits = Limits {
+            threads: limits.threads.max(threads),
+            ..limits
+        };
         let layout = Layout::new(s, limits).map_err(Error::Layout)?;
+        let pool =
+            Pool::new(threads).map_err(|e| Error::Io("spawning worker threads".into(), e))?;
         let kv_len = kv_shape(s, &limits)
             .elements()
             .ok_or(Error::TooLarge("KV cache"))?;
@@ -92,6 +113,7 @@ impl<'m, 'f> Engine<'m, 'f> {
             kv: vec![0; kv_len],
             pos: 0,
             kernels: Kernels::select(crate::cpu_features::detect()),
+            pool,
         })
     }
 
@@ -114,6 +136,16 @@ impl<'m, 'f> Engine<'m, 'f> {
     /// ones the CPU supports, which [`Engine::new`] picks.
     pub fn set_kernels(&mut self, kernels: Kernels) {
         self.kernels = kernels;
+    }
+
+    /// Worker threads in use (the calling thread included).
+    pub fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    /// The thread pool the backend runs on.
+    pub fn parallel(&self) -> &dyn Parallel {
+        &self.pool
     }
 
     /// The dot-product kernels in use.
@@ -152,6 +184,7 @@ impl<'m, 'f> Engine<'m, 'f> {
             self.layout.scores,
             kv,
             self.kernels,
+            &self.pool,
         );
         let model = Model {
             spec: s,

@@ -8,7 +8,8 @@
 //!
 //! [`cpu_features::detect`] finds the CPU's SIMD features for the core's quant kernels.
 //!
-//! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
+//! The core never sees a file or a thread: [`engine::Engine`] hands it slices, and a
+//! [`pool::Pool`] of worker threads behind the core's `Parallel` trait.
 
 pub mod cpu_features;
 pub mod engine;
@@ -16,6 +17,7 @@ mod error;
 pub mod gguf_writer;
 pub mod model_file;
 pub mod plan_report;
+pub mod pool;
 pub mod profiles;
 pub mod synth;
 pub mod tokenizer;

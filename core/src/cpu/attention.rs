@@ -18,7 +18,8 @@ pub struct LayerKv<'a> {
     pub cap: usize,
 }
 
-/// Attention for one token at `pos`: `q` is `(n_head, head_dim)`, `out` is `(n_head, head_dim_v)`.
+/// Attention for one token at `pos`, query heads `heads` only: `q` is the whole row
+/// `(n_head, head_dim)`, `out` is `(heads.len(), head_dim_v)`.
 /// `kv` is a ring for sliding layers, linear storage when `cap` exceeds every position.
 ///
 /// Mirrors llama.cpp's non-flash CPU path: Q is rounded to f16 before `q·k`, and the softmax
@@ -27,6 +28,7 @@ pub fn attend_row(
     p: &AttnParams,
     q: &[f32],
     pos: u32,
+    heads: core::ops::Range<usize>,
     kv: LayerKv<'_>,
     scores: &mut [f32],
     out: &mut [f32],
@@ -40,7 +42,7 @@ pub fn attend_row(
     let k_dim = p.n_head_kv * p.head_dim;
     let v_dim = p.n_head_kv * p.head_dim_v;
     let scores = &mut scores[..n_kv - first];
-    for h in 0..p.n_head {
+    for h in heads.clone() {
         let kvh = h / group;
         let qh = &q[h * p.head_dim..(h + 1) * p.head_dim];
         let mut q16 = [0f32; 512];
@@ -58,7 +60,7 @@ pub fn attend_row(
             *s = acc * p.scale;
         }
         softmax(scores);
-        let oh = &mut out[h * p.head_dim_v..(h + 1) * p.head_dim_v];
+        let oh = &mut out[(h - heads.start) * p.head_dim_v..(h - heads.start + 1) * p.head_dim_v];
         oh.fill(0.0);
         for (j, &w) in scores.iter().enumerate() {
             let w16 = f16::from_f32(w).to_f32();

@@ -175,6 +175,59 @@ impl Kernels {
         Ok(())
     }
 
+    /// Dot products of a tile of weight rows with several activation rows: with `m` the
+    /// number of weight rows in `w` and `k` the number of activation rows in `acts` (each
+    /// `n` elements quantized to [`vec_dot_type`]`(wty)`), `out[r * m + i]` is weight row
+    /// `i` dotted with activation row `r`; `out` must hold exactly `k * m` values.
+    ///
+    /// This is the prefill (matrix-matrix) path: the weight rows are read from memory once
+    /// for all activation rows, in blocks of [`Kernels::TILE_ROWS`] rows that stay in the L1
+    /// cache while every activation row passes over them. Each value is computed exactly as
+    /// [`Kernels::dot_rows`] computes it, so the two agree bit for bit.
+    pub fn dot_tile(
+        &self,
+        wty: GgmlType,
+        n: usize,
+        w: &[u8],
+        acts: &[u8],
+        out: &mut [f32],
+    ) -> Result<(), QuantError> {
+        if !has_dot(wty) {
+            return Err(QuantError::UnsupportedType(wty));
+        }
+        let rb = row_len(wty, n)?;
+        let ab = row_len(vec_dot_type(wty), n)?;
+        let (m, k) = match (w.len().checked_div(rb), acts.len().checked_div(ab)) {
+            (Some(m), Some(k)) => (m, k),
+            // Zero-width rows: every dot product is 0.
+            _ => {
+                out.fill(0.0);
+                return Ok(());
+            }
+        };
+        let expected = m.saturating_mul(k);
+        if w.len() != m * rb || acts.len() != k * ab || out.len() != expected {
+            return Err(QuantError::BadLength {
+                expected,
+                got: out.len(),
+            });
+        }
+        let mut i0 = 0;
+        for tile in w.chunks(Self::TILE_ROWS * rb) {
+            let i1 = i0 + tile.len() / rb;
+            for (r, act) in acts.chunks_exact(ab).enumerate() {
+                let o = &mut out[r * m + i0..r * m + i1];
+                self.dot_rows(wty, n, tile, act, o)?;
+            }
+            i0 = i1;
+        }
+        Ok(())
+    }
+
+    /// Weight rows per tile of [`Kernels::dot_tile`]: 16 rows of 4096 Q4 values are 36 KiB,
+    /// about an L1 data cache.
+    pub const TILE_ROWS: usize = 16;
+
     /// One dot product, as [`vec_dot`] computes it but with these kernels.
     pub fn vec_dot(
         &self,

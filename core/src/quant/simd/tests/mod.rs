@@ -13,9 +13,10 @@ use super::super::*;
 mod api;
 mod dots;
 mod quants;
+mod tile;
 
 /// The features of the CPU running the tests, detected with std.
-pub(super) fn detected() -> CpuFeatures {
+pub(crate) fn detected() -> CpuFeatures {
     let mut f = CpuFeatures::none();
     #[cfg(target_arch = "x86_64")]
     {
