@@ -11,6 +11,7 @@
 //! The core never sees a file or a thread: [`engine::Engine`] hands it slices, and a
 //! [`pool::Pool`] of worker threads behind the core's `Parallel` trait.
 
+pub mod bench;
 pub mod cpu_features;
 pub mod engine;
 mod error;

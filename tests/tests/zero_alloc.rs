@@ -125,6 +125,30 @@ fn counter_sees_allocations() {
 }
 
 #[test]
+fn counter_sees_pool_worker_allocations() {
+    // A pool worker, once watched, is counted too.
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = glimmer_boards::pool::Pool::new(2).expect("pool");
+    let barrier = std::sync::Barrier::new(2);
+    let main = std::thread::current().id();
+    pool.run(2, &|_| {
+        barrier.wait();
+        if std::thread::current().id() != main {
+            WATCHED.with(|w| w.set(true));
+        }
+    });
+    ALLOCS.store(0, Ordering::SeqCst);
+    ARMED.store(true, Ordering::SeqCst);
+    pool.run(2, &|_| {
+        barrier.wait();
+        let v: Vec<u64> = std::hint::black_box(Vec::with_capacity(16));
+        drop(v);
+    });
+    ARMED.store(false, Ordering::SeqCst);
+    assert_eq!(ALLOCS.load(Ordering::SeqCst), 1);
+}
+
+#[test]
 fn smollm2_decode_allocates_nothing() {
     if let Some(n) = decode_allocs(DEFAULT_MODEL, 256) {
         assert_eq!(n, 0, "256 decode steps made {n} heap allocations");

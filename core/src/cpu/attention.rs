@@ -3,6 +3,7 @@
 use half::f16;
 
 use crate::exec::AttnParams;
+use crate::quant::Kernels;
 
 use super::ops::softmax;
 
@@ -32,6 +33,7 @@ pub fn attend_row(
     kv: LayerKv<'_>,
     scores: &mut [f32],
     out: &mut [f32],
+    kern: &Kernels,
 ) {
     let n_kv = pos as usize + 1;
     let first = match p.window {
@@ -53,11 +55,7 @@ pub fn attend_row(
         for (j, s) in scores.iter_mut().enumerate() {
             let t = (first + j) % kv.cap;
             let kr = &kv.keys[t * k_dim + kvh * p.head_dim..t * k_dim + (kvh + 1) * p.head_dim];
-            let mut acc = 0.0f32;
-            for (&kb, &qv) in kr.iter().zip(q16.iter()) {
-                acc += f16::from_bits(kb).to_f32() * qv;
-            }
-            *s = acc * p.scale;
+            *s = kern.dot_f16(kr, q16) * p.scale;
         }
         softmax(scores);
         let oh = &mut out[(h - heads.start) * p.head_dim_v..(h - heads.start + 1) * p.head_dim_v];
@@ -70,9 +68,7 @@ pub fn attend_row(
             let t = (first + j) % kv.cap;
             let vr =
                 &kv.values[t * v_dim + kvh * p.head_dim_v..t * v_dim + (kvh + 1) * p.head_dim_v];
-            for (o, &vb) in oh.iter_mut().zip(vr) {
-                *o += w16 * f16::from_bits(vb).to_f32();
-            }
+            kern.axpy_f16(oh, w16, vr);
         }
     }
 }

@@ -298,7 +298,8 @@ impl Backend for CpuBackend<'_> {
                     return;
                 };
                 let qr = &qs[row * qw..(row + 1) * qw];
-                attention::attend_row(p, qr, positions[row], h0..h1, kv, sc, o);
+                let kern = &self.kernels;
+                attention::attend_row(p, qr, positions[row], h0..h1, kv, sc, o, kern);
                 it.start += h1 - h0;
             }
         });

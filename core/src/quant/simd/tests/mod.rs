@@ -14,6 +14,7 @@ mod api;
 mod dots;
 mod quants;
 mod tile;
+mod f16;
 
 /// The features of the CPU running the tests, detected with std.
 pub(crate) fn detected() -> CpuFeatures {
