@@ -22,6 +22,26 @@ use glimmer_core::exec::Parallel;
 /// call and fall asleep when the engine goes idle.
 const SPIN: Duration = Duration::from_micros(200);
 
+/// After this long, a spinning thread yields its core between checks, so that on a machine
+/// with more runnable threads than cores the thread it waits for can run.
+const PAUSE_ONLY: Duration = Duration::from_micros(20);
+
+/// One step of a spin-wait that started at `t0`; false once the wait should go to sleep.
+fn spin_step(t0: Instant, spins: &mut u32) -> bool {
+    *spins = spins.wrapping_add(1);
+    if spins.is_multiple_of(64) {
+        let waited = t0.elapsed();
+        if waited > SPIN {
+            return false;
+        }
+        if waited > PAUSE_ONLY {
+            std::thread::yield_now();
+        }
+    }
+    std::hint::spin_loop();
+    true
+}
+
 /// The job of the current dispatch: the caller's closure with its lifetime erased.
 type Job = *const (dyn Fn(usize) + Sync + 'static);
 
@@ -89,11 +109,9 @@ impl Shared {
             if e != seen || self.shutdown.load(Ordering::Relaxed) {
                 return e;
             }
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) && t0.elapsed() > SPIN {
+            if !spin_step(t0, &mut spins) {
                 break;
             }
-            std::hint::spin_loop();
         }
         let mut g = self.guard();
         self.sleepers.fetch_add(1, Ordering::SeqCst);
@@ -107,8 +125,9 @@ impl Shared {
         }
     }
 
-    fn worker(&self) {
-        let mut seen = self.epoch.load(Ordering::SeqCst);
+    /// A worker's loop. `seen` is the epoch when the pool was made: reading it here instead
+    /// would miss a dispatch made before this thread first ran.
+    fn worker(&self, mut seen: usize) {
         loop {
             seen = self.wait_epoch(seen);
             if self.shutdown.load(Ordering::SeqCst) {
@@ -137,8 +156,7 @@ impl Shared {
         let t0 = Instant::now();
         let mut spins = 0u32;
         while self.busy.load(Ordering::SeqCst) != 0 {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) && t0.elapsed() > SPIN {
+            if !spin_step(t0, &mut spins) {
                 let mut g = self.guard();
                 self.caller_sleeps.store(true, Ordering::SeqCst);
                 while self.busy.load(Ordering::SeqCst) != 0 {
@@ -147,7 +165,6 @@ impl Shared {
                 self.caller_sleeps.store(false, Ordering::SeqCst);
                 return;
             }
-            std::hint::spin_loop();
         }
     }
 }
@@ -187,7 +204,7 @@ impl Pool {
             let s = Arc::clone(&pool.shared);
             let h = std::thread::Builder::new()
                 .name(format!("glimmer-{i}"))
-                .spawn(move || s.worker())?;
+                .spawn(move || s.worker(0))?;
             pool.workers.push(h);
         }
         Ok(pool)
@@ -313,6 +330,22 @@ mod tests {
             ids.lock().unwrap().insert(std::thread::current().id());
         });
         assert_eq!(ids.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn dispatch_right_after_creation_reaches_every_worker() {
+        // Regression: a worker that first read the epoch after the first dispatch missed it
+        // and the caller waited forever.
+        for _ in 0..200 {
+            let pool = Pool::new(3).unwrap();
+            let n = AtomicUsize::new(0);
+            let barrier = std::sync::Barrier::new(3);
+            pool.run(3, &|_| {
+                barrier.wait();
+                n.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(n.load(Ordering::Relaxed), 3);
+        }
     }
 
     #[test]
