@@ -8,9 +8,9 @@ prefill exactly the same tokens. llama.cpp runs with its default settings (batch
 cache, its default attention path and weight repacking) apart from the thread count and a
 context just large enough. After one untimed warm-up prefill, the prompt is prefilled in one
 `eval` call, then GEN tokens are decoded greedily (argmax of the last logits) one at a time.
-Times come from llama.cpp's own counters (llama_perf_context: t_p_eval_ms for the prompt,
-t_eval_ms for the single-token decodes), which exclude the Python-side argmax; wall-clock
-times are printed beside them. The last line is JSON.
+Times come from llama.cpp's own counters (llama_perf_context: t_p_eval_ms + t_eval_ms,
+differences taken around each phase since they accumulate over the context), which exclude
+the Python-side argmax; wall-clock times are printed beside them. The last line is JSON.
 """
 
 import json
@@ -39,14 +39,20 @@ def main() -> None:
     def last_logits() -> np.ndarray:
         return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,))
 
+    def snap():
+        p = llama_cpp.llama_perf_context(ctx)
+        return p.t_p_eval_ms + p.t_eval_ms, p.n_p_eval + p.n_eval
+
     # Warm-up: pages the weights in.
     llm.eval(ids)
     llm.reset()
-    llama_cpp.llama_perf_context_reset(ctx)
 
+    # llama.cpp's counters accumulate over the context's life: take differences.
+    (t_a, n_a) = snap()
     t0 = time.perf_counter()
     llm.eval(ids)
     prefill_wall = time.perf_counter() - t0
+    (t_b, n_b) = snap()
     tokens = []
     t1 = time.perf_counter()
     for _ in range(gen):
@@ -54,14 +60,15 @@ def main() -> None:
         tokens.append(tok)
         llm.eval([tok])
     decode_wall = time.perf_counter() - t1
-    perf = llama_cpp.llama_perf_context(ctx)
+    (t_c, n_c) = snap()
+    prefill_s, decode_s = (t_b - t_a) / 1e3, (t_c - t_b) / 1e3
     out = {
-        "prefill_tokens": perf.n_p_eval,
-        "prefill_s": perf.t_p_eval_ms / 1e3,
-        "prefill_tps": perf.n_p_eval / (perf.t_p_eval_ms / 1e3),
-        "gen_tokens": perf.n_eval,
-        "decode_s": perf.t_eval_ms / 1e3,
-        "decode_tps": perf.n_eval / (perf.t_eval_ms / 1e3),
+        "prefill_tokens": n_b - n_a,
+        "prefill_s": prefill_s,
+        "prefill_tps": (n_b - n_a) / prefill_s,
+        "gen_tokens": n_c - n_b,
+        "decode_s": decode_s,
+        "decode_tps": (n_c - n_b) / decode_s,
         "prefill_wall_s": prefill_wall,
         "decode_wall_s": decode_wall,
         "threads": threads,

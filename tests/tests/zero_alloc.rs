@@ -92,7 +92,6 @@ fn decode_allocs(file_name: &str, steps: usize) -> Option<usize> {
         .forward(&prompt, LogitRows::Last, &mut logits)
         .expect("prefill");
 
-
     ALLOCS.store(0, Ordering::SeqCst);
     ARMED.store(true, Ordering::SeqCst);
     for _ in 0..steps {

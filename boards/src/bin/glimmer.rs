@@ -160,7 +160,8 @@ fn bench(a: BenchArgs) -> Result<(), Error> {
     let loaded = Loaded::new(&file)?;
     let ids = match &a.ids {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| Error::Io(p.display().to_string(), e))?;
+            let text =
+                std::fs::read_to_string(p).map_err(|e| Error::Io(p.display().to_string(), e))?;
             parse_ids(&text).ok_or(Error::TooLarge("--ids file (not a JSON array of ids)"))?
         }
         None => bench::prompt_ids(&loaded, &a.text, a.prompt_tokens)?,
@@ -170,7 +171,9 @@ fn bench(a: BenchArgs) -> Result<(), Error> {
         std::fs::write(p, format!("[{}]\n", body.join(",")))
             .map_err(|e| Error::Io(p.display().to_string(), e))?;
     }
-    let threads = a.threads.unwrap_or_else(glimmer_boards::pool::Pool::default_threads);
+    let threads = a
+        .threads
+        .unwrap_or_else(glimmer_boards::pool::Pool::default_threads);
     let cfg = bench::BenchConfig {
         prompt: ids,
         gen: a.gen,
@@ -186,8 +189,13 @@ fn bench(a: BenchArgs) -> Result<(), Error> {
         path.display(),
         loaded.spec.arch.name(),
         threads,
-        glimmer_core::quant::Kernels::select(glimmer_boards::cpu_features::detect())
-            .dot_isa(loaded.weights.layers.first().map_or(loaded.weights.output.ty, |l| l.wq.ty))
+        glimmer_core::quant::Kernels::select(glimmer_boards::cpu_features::detect()).dot_isa(
+            loaded
+                .weights
+                .layers
+                .first()
+                .map_or(loaded.weights.output.ty, |l| l.wq.ty)
+        )
     );
     println!(
         "prefill: {} tokens in {:.3} s = {:.1} tok/s",

@@ -74,7 +74,12 @@ fn run_matmul(par: &dyn Parallel, w: &Tensor<'_>, x: &[f32], rows: usize) -> Vec
 #[test]
 fn threaded_matmul_is_bit_identical_to_serial() {
     let mut seed = 0x5eed_u64;
-    for ty in [GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0] {
+    for ty in [
+        GgmlType::Q4_1,
+        GgmlType::Q4_K,
+        GgmlType::Q6_K,
+        GgmlType::Q8_0,
+    ] {
         let (n_out, cols) = (83, 512);
         let src = data(&mut seed, n_out * cols);
         let mut bytes = vec![0u8; ty.row_bytes(cols).unwrap() * n_out];
@@ -97,7 +102,12 @@ fn threaded_matmul_is_bit_identical_to_serial() {
             assert_eq!(bits(&want), bits(&by_row), "{} rows {rows}", ty.name());
             for t in [2usize, 3, 5] {
                 let got = run_matmul(&Backwards(t), &w, &x, rows);
-                assert_eq!(bits(&want), bits(&got), "{} rows {rows} threads {t}", ty.name());
+                assert_eq!(
+                    bits(&want),
+                    bits(&got),
+                    "{} rows {rows} threads {t}",
+                    ty.name()
+                );
             }
         }
     }

@@ -54,7 +54,9 @@ pub fn split_range(n: usize, parts: usize, align: usize, i: usize) -> core::ops:
             n
         } else {
             // `units * k / parts` without overflow for any realistic sizes: k < parts.
-            (units.saturating_mul(k) / parts).saturating_mul(align).min(n)
+            (units.saturating_mul(k) / parts)
+                .saturating_mul(align)
+                .min(n)
         }
     };
     at(i)..at(i + 1)

@@ -136,7 +136,13 @@ impl Kernels {
     /// list every feature they were compiled for.
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[allow(dead_code)]
-    pub(super) fn offer_f16(&mut self, needs: &[Feature], isa: Isa, dot: F16DotFn, axpy: F16AxpyFn) {
+    pub(super) fn offer_f16(
+        &mut self,
+        needs: &[Feature],
+        isa: Isa,
+        dot: F16DotFn,
+        axpy: F16AxpyFn,
+    ) {
         if self.features.has_all(needs) {
             self.f16 = (dot, axpy, isa);
         }

@@ -9,7 +9,9 @@ use super::super::*;
 use super::tiers;
 
 fn halves(x: &[f32]) -> Vec<u16> {
-    x.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect()
+    x.iter()
+        .map(|&v| half::f16::from_f32(v).to_bits())
+        .collect()
 }
 
 #[test]
@@ -31,12 +33,20 @@ fn f16_kernels_match_scalar() {
         scalar.axpy_f16(&mut want_out, 0.37, &v);
         for t in tiers() {
             let got = t.dot_f16(&k, &q);
-            assert!((got - want).abs() <= 1e-5 * mag + 1e-6, "{} n {n}: {got} {want}", t.f16_isa());
+            assert!(
+                (got - want).abs() <= 1e-5 * mag + 1e-6,
+                "{} n {n}: {got} {want}",
+                t.f16_isa()
+            );
             let mut out = base.clone();
             t.axpy_f16(&mut out, 0.37, &v);
             for (a, b) in out.iter().zip(&want_out) {
                 // One rounding apart at most (fused multiply-add against mul + add).
-                assert!((a - b).abs() <= 1e-6 * (1.0 + b.abs()), "{} n {n}: {a} {b}", t.f16_isa());
+                assert!(
+                    (a - b).abs() <= 1e-6 * (1.0 + b.abs()),
+                    "{} n {n}: {a} {b}",
+                    t.f16_isa()
+                );
             }
         }
     }

@@ -12,9 +12,9 @@ use super::super::*;
 
 mod api;
 mod dots;
+mod f16;
 mod quants;
 mod tile;
-mod f16;
 
 /// The features of the CPU running the tests, detected with std.
 pub(crate) fn detected() -> CpuFeatures {

@@ -20,11 +20,15 @@ fn dot_tile_matches_scalar_and_dot_rows() {
         let rb = ty.row_bytes(n).unwrap();
         let ab = aty.row_bytes(n).unwrap();
         // Weight rows across several tiles with a ragged end; 1 to 6 activation rows.
-        for (m, k) in [(1usize, 2usize), (5, 3), (16, 1), (37, 6), (Kernels::TILE_ROWS + 3, 4)] {
+        for (m, k) in [
+            (1usize, 2usize),
+            (5, 3),
+            (16, 1),
+            (37, 6),
+            (Kernels::TILE_ROWS + 3, 4),
+        ] {
             let w = random_weight_bytes(ty, m * n / ty.block_size(), &mut rng);
-            let acts: Vec<u8> = (0..k)
-                .flat_map(|_| quant_act(aty, &rng.data(n)))
-                .collect();
+            let acts: Vec<u8> = (0..k).flat_map(|_| quant_act(aty, &rng.data(n))).collect();
             for kern in &tiers {
                 let mut got = vec![f32::NAN; m * k];
                 kern.dot_tile(ty, n, &w, &acts, &mut got).unwrap();
@@ -33,7 +37,13 @@ fn dot_tile_matches_scalar_and_dot_rows() {
                     kern.dot_rows(ty, n, &w, act, &mut rows).unwrap();
                     for (i, wr) in w.chunks_exact(rb).enumerate() {
                         let g = got[r * m + i];
-                        assert_eq!(g.to_bits(), rows[i].to_bits(), "{} {}", ty.name(), kern.dot_isa(ty));
+                        assert_eq!(
+                            g.to_bits(),
+                            rows[i].to_bits(),
+                            "{} {}",
+                            ty.name(),
+                            kern.dot_isa(ty)
+                        );
                         let s = vec_dot(ty, n, wr, act).unwrap();
                         let mag: f32 = {
                             let mut wd = vec![0.0f32; n];
