@@ -40,6 +40,9 @@ def main() -> None:
         return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,))
 
     def snap():
+        # Reading the logits synchronizes the context; llama.cpp adds a decode's time to its
+        # counters only then.
+        last_logits()
         p = llama_cpp.llama_perf_context(ctx)
         return p.t_p_eval_ms + p.t_eval_ms, p.n_p_eval + p.n_eval
 
