@@ -1,11 +1,13 @@
 //! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache.
 
 use glimmer_core::cpu::CpuBackend;
-use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model};
+use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model, Parallel};
 use glimmer_core::kv::{self, KvGeometry, PagePool};
 use glimmer_core::model::{ModelSpec, Weights};
 use glimmer_core::plan::{KvType, Plan};
 use glimmer_core::quant::Kernels;
+
+use crate::pool::Pool;
 
 use crate::model_file::ModelFile;
 use crate::tokenizer::gguf::vocab_from_gguf;
@@ -62,12 +64,28 @@ pub struct Engine<'m, 'f> {
     pos: Vec<usize>,
     kernels: Kernels,
     fed: u64,
+    pool: Pool,
 }
 
 impl<'m, 'f> Engine<'m, 'f> {
-    /// Sizes every buffer for `limits`, with one slot and an f16 cache.
+    /// Sizes every buffer for `limits`, with one slot, an f16 cache and one worker thread per
+    /// available core.
     pub fn new(loaded: &'m Loaded<'f>, limits: Limits) -> Result<Self, Error> {
         Self::with_slots(loaded, limits, 1)
+    }
+
+    /// As [`Engine::new`], with `threads` worker threads in all (at least 1, the calling
+    /// thread included).
+    pub fn with_threads(
+        loaded: &'m Loaded<'f>,
+        limits: Limits,
+        threads: usize,
+    ) -> Result<Self, Error> {
+        let limits = Limits {
+            threads: threads.max(1),
+            ..limits
+        };
+        Self::with_kv(loaded, limits, 1, KvType::F16)
     }
 
     /// Sizes every buffer for `limits`, with `slots` independent sequences and an f16 cache.
@@ -77,6 +95,9 @@ impl<'m, 'f> Engine<'m, 'f> {
 
     /// Sizes every buffer for `limits`, with `slots` sequences whose cache stores `kv_type`.
     /// Reserves `slots × pages_per_slot` pages, so a slot never runs out before its context.
+    /// `limits.threads` worker threads run the matmuls and attention (the calling thread
+    /// included; 1 runs everything on the caller). [`Limits`] values built for a single
+    /// thread can use [`Pool::default_threads`].
     pub fn with_kv(
         loaded: &'m Loaded<'f>,
         limits: Limits,
@@ -113,6 +134,8 @@ impl<'m, 'f> Engine<'m, 'f> {
     ) -> Result<Self, Error> {
         let data = prefault(vec![0u16; kv::data_len(&geo, pages)?]);
         let meta = prefault(vec![0u32; kv::meta_len(&geo, slots, pages)?]);
+        let pool = Pool::new(layout.limits.threads.max(1))
+            .map_err(|e| Error::Io("spawning worker threads".into(), e))?;
         Ok(Engine {
             loaded,
             layout,
@@ -122,6 +145,7 @@ impl<'m, 'f> Engine<'m, 'f> {
             pos: vec![0; slots],
             kernels: Kernels::select(crate::cpu_features::detect()),
             fed: 0,
+            pool,
         })
     }
 
@@ -135,6 +159,16 @@ impl<'m, 'f> Engine<'m, 'f> {
             activations: self.arena.len() as u64 * 4,
             scratch: self.scratch.len() as u64,
         }
+    }
+
+    /// Worker threads in use (the calling thread included).
+    pub fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+
+    /// The thread pool the backend runs on.
+    pub fn parallel(&self) -> &dyn Parallel {
+        &self.pool
     }
 
     /// The KV page pool (pages free, geometry).
@@ -246,6 +280,7 @@ impl<'m, 'f> Engine<'m, 'f> {
             self.layout.scores,
             kv,
             self.kernels,
+            &self.pool,
         );
         let model = Model {
             spec: s,

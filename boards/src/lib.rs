@@ -12,8 +12,10 @@
 //!
 //! [`cpu_features::detect`] finds the CPU's SIMD features for the core's quant kernels.
 //!
-//! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
+//! The core never sees a file or a thread: [`engine::Engine`] hands it slices, and a
+//! [`pool::Pool`] of worker threads behind the core's `Parallel` trait.
 
+pub mod bench;
 pub mod cpu_features;
 pub mod engine;
 mod error;
@@ -22,6 +24,7 @@ pub mod hal;
 pub mod model_file;
 pub mod plan_measure;
 pub mod plan_report;
+pub mod pool;
 pub mod profiles;
 pub mod rss;
 pub mod synth;

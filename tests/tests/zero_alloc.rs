@@ -1,16 +1,17 @@
 //! The decode step allocates nothing: a counting global allocator watches 256 decoded tokens of
-//! each real model after the engine has been set up.
+//! each real model after the engine has been set up, on two threads (the caller and one pool
+//! worker, both watched).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use glimmer_boards::engine::{Engine, Loaded};
 use glimmer_boards::model_file::{ModelFile, DEFAULT_MODEL, GEMMA3_MODEL};
-use glimmer_core::exec::{Limits, LogitRows};
+use glimmer_core::exec::{Limits, LogitRows, Parallel};
 use glimmer_core::sample::{Sampler, SamplerConfig};
 use glimmer_tests::real_model;
 
-/// Counts allocations made by the thread that armed it.
+/// Counts allocations made by the watched threads while armed.
 struct Counting;
 
 static ARMED: AtomicBool = AtomicBool::new(false);
@@ -64,9 +65,17 @@ fn decode_allocs(file_name: &str, steps: usize) -> Option<usize> {
         chunk: 16,
         logit_rows: 1,
         ctx: 512,
-        threads: 1,
+        threads: 2,
     };
-    let mut engine = Engine::new(&loaded, limits).expect("engine");
+    let mut engine = Engine::with_threads(&loaded, limits, 2).expect("engine");
+    assert_eq!(engine.threads(), 2);
+    // Watch every pool thread: with as many tasks as threads, the barrier holds each task
+    // until all have started, so each runs on a different thread.
+    let barrier = std::sync::Barrier::new(2);
+    engine.parallel().run(2, &|_| {
+        barrier.wait();
+        WATCHED.with(|w| w.set(true));
+    });
     let mut logits = vec![0.0f32; loaded.spec.n_vocab];
     let mut scratch = vec![0u32; loaded.spec.n_vocab];
     let mut sampler = Sampler::new(SamplerConfig {
@@ -83,7 +92,6 @@ fn decode_allocs(file_name: &str, steps: usize) -> Option<usize> {
         .forward(&prompt, LogitRows::Last, &mut logits)
         .expect("prefill");
 
-    WATCHED.with(|w| w.set(true));
     ALLOCS.store(0, Ordering::SeqCst);
     ARMED.store(true, Ordering::SeqCst);
     for _ in 0..steps {
@@ -93,7 +101,10 @@ fn decode_allocs(file_name: &str, steps: usize) -> Option<usize> {
             .expect("decode");
     }
     ARMED.store(false, Ordering::SeqCst);
-    WATCHED.with(|w| w.set(false));
+    engine.parallel().run(2, &|_| {
+        barrier.wait();
+        WATCHED.with(|w| w.set(false));
+    });
     assert_eq!(engine.pos(), prompt.len() + steps);
     Some(ALLOCS.load(Ordering::SeqCst))
 }
@@ -109,6 +120,30 @@ fn counter_sees_allocations() {
     ARMED.store(false, Ordering::SeqCst);
     WATCHED.with(|w| w.set(false));
     drop(v);
+    assert_eq!(ALLOCS.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn counter_sees_pool_worker_allocations() {
+    // A pool worker, once watched, is counted too.
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = glimmer_boards::pool::Pool::new(2).expect("pool");
+    let barrier = std::sync::Barrier::new(2);
+    let main = std::thread::current().id();
+    pool.run(2, &|_| {
+        barrier.wait();
+        if std::thread::current().id() != main {
+            WATCHED.with(|w| w.set(true));
+        }
+    });
+    ALLOCS.store(0, Ordering::SeqCst);
+    ARMED.store(true, Ordering::SeqCst);
+    pool.run(2, &|_| {
+        barrier.wait();
+        let v: Vec<u64> = std::hint::black_box(Vec::with_capacity(16));
+        drop(v);
+    });
+    ARMED.store(false, Ordering::SeqCst);
     assert_eq!(ALLOCS.load(Ordering::SeqCst), 1);
 }
 

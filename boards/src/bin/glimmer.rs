@@ -1,7 +1,9 @@
 //! `glimmer`: run a GGUF model on the CPU from the command line.
 //!
 //! `glimmer generate --prompt "…"` tokenizes the prompt, prefills it in chunks, then decodes
-//! token by token, streaming text to stdout and a speed summary to stderr.
+//! token by token, streaming text to stdout and a speed summary to stderr. `glimmer bench`
+//! measures prefill and decode speed against the machine's memory bandwidth; `glimmer plan`
+//! checks a model's memory plan against a board.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -64,7 +66,18 @@ enum Cmd {
         /// Keep generating past end-of-generation tokens.
         #[arg(long)]
         ignore_eos: bool,
+        /// Worker threads, the calling thread included [default: available cores].
+        #[arg(long)]
+        threads: Option<usize>,
     },
+    /// Measure prefill and decode speed, memory bandwidth, and decode against its limit.
+    ///
+    /// Prefills a prompt of `--prompt-tokens` ids in one call (after one untimed warm-up), then
+    /// decodes `--gen` tokens greedily, timing each phase. Then streams a buffer much larger than
+    /// the last-level cache on the same number of threads to measure read bandwidth, counts the
+    /// bytes one decoded token reads (weights + KV), and prints decode as a fraction of
+    /// bandwidth ÷ bytes per token. The last line is the same as JSON (`BENCH_JSON {...}`).
+    Bench(BenchArgs),
     /// Plan the memory a model takes on a board, and check it against the board's budget.
     ///
     /// Reads only the GGUF header and tensor table. Prints weights, KV cache (global layers keep
@@ -112,6 +125,146 @@ struct PlanArgs {
     /// Decoded tokens per session for `--measure`.
     #[arg(long, default_value_t = 64)]
     measure_decode: usize,
+}
+
+/// Arguments of `glimmer bench`.
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// GGUF model file [default: the default model, as for `generate`].
+    #[arg(long)]
+    model: Option<PathBuf>,
+    /// Worker threads, the calling thread included [default: available cores].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Prompt length in tokens.
+    #[arg(long, default_value_t = 512)]
+    prompt_tokens: usize,
+    /// Tokens to decode.
+    #[arg(long, default_value_t = 128)]
+    gen: usize,
+    /// Prefill chunk (rows per forward call).
+    #[arg(long, default_value_t = 512)]
+    chunk: usize,
+    /// Text the prompt is made of (tokenized with BOS, repeated, cut to --prompt-tokens).
+    #[arg(
+        long,
+        default_value = "The history of the city begins with a small fishing village on the river. Over the centuries, traders, farmers and craftsmen settled there, built bridges and markets, and wrote down what they saw."
+    )]
+    text: String,
+    /// Read the prompt ids from this file (JSON array) instead of tokenizing --text.
+    #[arg(long)]
+    ids: Option<PathBuf>,
+    /// Write the prompt ids used to this file (JSON array), for another implementation.
+    #[arg(long)]
+    save_ids: Option<PathBuf>,
+    /// Bytes streamed by the bandwidth test [default: 4 × last-level cache, at least 1 GiB].
+    #[arg(long)]
+    stream_bytes: Option<usize>,
+}
+
+/// `glimmer bench`.
+#[allow(clippy::result_large_err)]
+fn bench(a: BenchArgs) -> Result<(), Error> {
+    use glimmer_boards::bench;
+    let path = a.model.unwrap_or_else(default_model_path);
+    let file = ModelFile::open(&path)?;
+    let loaded = Loaded::new(&file)?;
+    let ids = match &a.ids {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).map_err(|e| Error::Io(p.display().to_string(), e))?;
+            parse_ids(&text).ok_or(Error::TooLarge("--ids file (not a JSON array of ids)"))?
+        }
+        None => bench::prompt_ids(&loaded, &a.text, a.prompt_tokens)?,
+    };
+    if let Some(p) = &a.save_ids {
+        let body: Vec<String> = ids.iter().map(u32::to_string).collect();
+        std::fs::write(p, format!("[{}]\n", body.join(",")))
+            .map_err(|e| Error::Io(p.display().to_string(), e))?;
+    }
+    let threads = a
+        .threads
+        .unwrap_or_else(glimmer_boards::pool::Pool::default_threads);
+    let cfg = bench::BenchConfig {
+        prompt: ids,
+        gen: a.gen,
+        threads,
+        chunk: a.chunk,
+        stream_bytes: a.stream_bytes.unwrap_or_else(bench::default_stream_bytes),
+    };
+    let r = bench::run(&loaded, &cfg)?;
+    let gb = |b: f64| b / 1e9;
+    let mib = |b: f64| b / (1u64 << 20) as f64;
+    println!(
+        "model {} ({}), {} threads, kernels {:?}",
+        path.display(),
+        loaded.spec.arch.name(),
+        threads,
+        glimmer_core::quant::Kernels::select(glimmer_boards::cpu_features::detect()).dot_isa(
+            loaded
+                .weights
+                .layers
+                .first()
+                .map_or(loaded.weights.output.ty, |l| l.wq.ty)
+        )
+    );
+    println!(
+        "prefill: {} tokens in {:.3} s = {:.1} tok/s",
+        r.prompt_tokens,
+        r.prefill_s,
+        r.prefill_tps()
+    );
+    println!(
+        "decode:  {} tokens in {:.3} s = {:.1} tok/s ({:.2} ms/token)",
+        r.gen_tokens,
+        r.decode_s,
+        r.decode_tps(),
+        1e3 / r.decode_tps().max(1e-9)
+    );
+    println!(
+        "memory:  streaming read {:.2} GB/s over {:.0} MiB",
+        gb(r.bandwidth),
+        mib(cfg.stream_bytes as f64)
+    );
+    println!(
+        "bytes per decoded token: {:.2} MiB ({:.2} MiB weights + {:.2} MiB KV)",
+        mib(r.bytes_per_token()),
+        mib(r.weight_bytes),
+        mib(r.kv_bytes)
+    );
+    println!(
+        "decode limit {:.1} tok/s; decode at {:.0} % of it",
+        r.limit_tps(),
+        100.0 * r.decode_tps() / r.limit_tps().max(1e-9)
+    );
+    println!(
+        "BENCH_JSON {{\"prefill_tokens\":{},\"prefill_s\":{},\"prefill_tps\":{},\"gen_tokens\":{},\"decode_s\":{},\"decode_tps\":{},\"bandwidth_gbs\":{},\"bytes_per_token\":{},\"weight_bytes\":{},\"kv_bytes\":{},\"limit_tps\":{},\"threads\":{},\"tokens\":{:?}}}",
+        r.prompt_tokens,
+        r.prefill_s,
+        r.prefill_tps(),
+        r.gen_tokens,
+        r.decode_s,
+        r.decode_tps(),
+        gb(r.bandwidth),
+        r.bytes_per_token(),
+        r.weight_bytes,
+        r.kv_bytes,
+        r.limit_tps(),
+        threads,
+        r.tokens
+    );
+    Ok(())
+}
+
+/// A JSON array of non-negative integers, as `--save-ids` writes it.
+fn parse_ids(text: &str) -> Option<Vec<u32>> {
+    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    inner
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().ok())
+        .collect()
 }
 
 /// `glimmer plan`: prints the plan; fails when it does not fit the board.
@@ -211,6 +364,7 @@ fn generate(
     cfg: SamplerConfig,
     ctx: usize,
     ignore_eos: bool,
+    threads: Option<usize>,
 ) -> Result<(), Error> {
     let path = model.unwrap_or_else(default_model_path);
     let t_load = Instant::now();
@@ -245,7 +399,10 @@ fn generate(
         ctx,
         threads: 1,
     };
-    let mut engine = Engine::new(&loaded, limits)?;
+    let mut engine = match threads {
+        Some(t) => Engine::with_threads(&loaded, limits, t)?,
+        None => Engine::new(&loaded, limits)?,
+    };
     let mut logits = vec![0.0f32; spec.n_vocab];
     let mut scratch = vec![0u32; spec.n_vocab];
     let mut sampler = Sampler::new(cfg);
@@ -311,6 +468,7 @@ fn main() -> ExitCode {
             seed,
             ctx,
             ignore_eos,
+            threads,
         } => generate(
             model,
             &prompt,
@@ -324,7 +482,9 @@ fn main() -> ExitCode {
             },
             ctx,
             ignore_eos,
+            threads,
         ),
+        Cmd::Bench(args) => bench(args),
         Cmd::Plan(args) => return plan(args),
     };
     match res {

@@ -27,7 +27,8 @@ pub struct KvRead<'a> {
     pub kernels: &'a Kernels,
 }
 
-/// Attention for one token at `pos`: `q` is `(n_head, head_dim)`, `out` is `(n_head, head_dim_v)`.
+/// Attention for one token at `pos`, query heads `heads` only: `q` is the whole row
+/// `(n_head, head_dim)`, `out` is `(heads.len(), head_dim_v)`.
 ///
 /// With f16 storage this mirrors llama.cpp's non-flash CPU path: Q is rounded to f16 before
 /// `q·k`, and the softmax weights are rounded to f16 before they weight the values. With Q8_0
@@ -37,6 +38,7 @@ pub fn attend_row(
     p: &AttnParams,
     q: &[f32],
     pos: u32,
+    heads: core::ops::Range<usize>,
     kv: KvRead<'_>,
     scores: &mut [f32],
     out: &mut [f32],
@@ -48,15 +50,18 @@ pub fn attend_row(
     let n = pos as usize + 1 - first;
     let group = p.n_head / p.n_head_kv;
     let scores = scores.get_mut(..n).ok_or(CpuError::KvRange)?;
-    for h in 0..p.n_head {
+    for h in heads.clone() {
         let kvh = h / group;
         let qh = &q[h * p.head_dim..(h + 1) * p.head_dim];
         match kv.ty {
-            KvType::F16 => scores_f16(p, qh, kvh, first, &kv.view, scores)?,
+            KvType::F16 => scores_f16(p, qh, kvh, first, &kv, scores)?,
             KvType::Q8_0 => scores_q8(p, qh, kvh, first, &kv, scores)?,
         }
         softmax(scores);
-        let oh = &mut out[h * p.head_dim_v..(h + 1) * p.head_dim_v];
+        let hi = h - heads.start;
+        let oh = out
+            .get_mut(hi * p.head_dim_v..(hi + 1) * p.head_dim_v)
+            .ok_or(CpuError::BadRegion)?;
         oh.fill(0.0);
         for (j, &w) in scores.iter().enumerate() {
             let w = match kv.ty {
@@ -70,9 +75,7 @@ pub fn attend_row(
             match kv.ty {
                 KvType::F16 => {
                     let vh = &vr[kvh * p.head_dim_v..(kvh + 1) * p.head_dim_v];
-                    for (o, &vb) in oh.iter_mut().zip(vh) {
-                        *o += w * f16::from_bits(vb).to_f32();
-                    }
+                    kv.kernels.axpy_f16(oh, w, vh);
                 }
                 KvType::Q8_0 => {
                     let per = p.head_dim_v / 32 * Q8_UNITS;
@@ -97,7 +100,7 @@ fn scores_f16(
     qh: &[f32],
     kvh: usize,
     first: usize,
-    view: &LayerView<'_>,
+    kv: &KvRead<'_>,
     scores: &mut [f32],
 ) -> Result<(), CpuError> {
     let mut q16 = [0f32; 512];
@@ -106,13 +109,9 @@ fn scores_f16(
         *d = f16::from_f32(s).to_f32();
     }
     for (j, s) in scores.iter_mut().enumerate() {
-        let kr = view.key(first + j).ok_or(CpuError::KvRange)?;
+        let kr = kv.view.key(first + j).ok_or(CpuError::KvRange)?;
         let kh = &kr[kvh * p.head_dim..(kvh + 1) * p.head_dim];
-        let mut acc = 0.0f32;
-        for (&kb, &qv) in kh.iter().zip(q16.iter()) {
-            acc += f16::from_bits(kb).to_f32() * qv;
-        }
-        *s = acc * p.scale;
+        *s = kv.kernels.dot_f16(kh, q16) * p.scale;
     }
     Ok(())
 }

@@ -8,13 +8,22 @@
 //! Matmuls quantize each activation row once to the weight's `vec_dot_type` (Q8_0, Q8_1 or Q8_K)
 //! and take integer dot products per block, the way llama.cpp's CPU backend does, so both agree
 //! to float-summation order.
+//!
+//! Matmuls and attention are spread over the host's threads through [`Parallel`]: matmuls by
+//! weight rows (each task computes its rows for every activation row, so a prefill chunk reads
+//! each weight tile once), attention by (row, head) pairs. The other ops are cheap and run on
+//! the calling thread.
 
 mod attention;
+mod matmul;
 pub mod ops;
+mod shared;
 
 use half::f16;
 
-use crate::exec::{AttnParams, Backend, Buf};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use crate::exec::{split_range, AttnParams, Backend, Buf, Parallel};
 use crate::kv::{KvError, SlotKv};
 use crate::model::{Activation, RopeStyle, Tensor};
 use crate::plan::KvType;
@@ -36,6 +45,8 @@ pub enum CpuError {
     HeadTooWide,
     /// The quantization scratch is too small for a row.
     ScratchTooSmall,
+    /// A kernel running as a parallel task refused its arguments (after they were checked).
+    TaskFailed,
     /// The KV cache refused a write (pool exhausted, bad geometry).
     Kv(KvError),
     /// Q8_0 KV storage needs heads whose widths are multiples of 32.
@@ -64,6 +75,7 @@ pub struct CpuBackend<'a> {
     scores: Buf,
     kv: SlotKv<'a>,
     kernels: Kernels,
+    par: &'a dyn Parallel,
 }
 
 impl<'a> CpuBackend<'a> {
@@ -74,12 +86,18 @@ impl<'a> CpuBackend<'a> {
     /// `kernels` picks the dot-product and quantizer implementations (scalar, AVX2, AVX-512
     /// VNNI, NEON, …): [`Kernels::scalar`] is the reference; the host selects faster ones from
     /// the CPU features it detected.
+    ///
+    /// `par` runs the parallel parts ([`crate::exec::Serial`] for one thread). Attention gives
+    /// each task its own softmax row of `scores`, so `scores` should hold
+    /// `par.threads()` rows of the context length (`Layout::scores` with
+    /// `Limits::threads` set to it); with fewer rows attention uses fewer tasks.
     pub fn new(
         arena: &'a mut [f32],
         scratch: &'a mut [u8],
         scores: Buf,
         kv: SlotKv<'a>,
         kernels: Kernels,
+        par: &'a dyn Parallel,
     ) -> Self {
         CpuBackend {
             arena,
@@ -87,6 +105,7 @@ impl<'a> CpuBackend<'a> {
             scores,
             kv,
             kernels,
+            par,
         }
     }
 
@@ -180,35 +199,13 @@ impl Backend for CpuBackend<'_> {
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CpuError> {
-        if x.len != rows * w.cols || out.len != rows * w.rows {
-            return Err(CpuError::BadRegion);
-        }
-        let act_ty = quant::vec_dot_type(w.ty);
-        let act_rb = act_ty.row_bytes(w.cols).ok_or(CpuError::BadWeight)?;
-        let need = act_rb.checked_mul(rows).ok_or(CpuError::ScratchTooSmall)?;
-        if self.scratch.len() < need {
-            return Err(CpuError::ScratchTooSmall);
-        }
-        {
-            let xe = x.off + x.len;
-            let xs = self.arena.get(x.off..xe).ok_or(CpuError::BadRegion)?;
-            for (xr, qr) in xs
-                .chunks_exact(w.cols)
-                .zip(self.scratch[..need].chunks_exact_mut(act_rb))
-            {
-                self.kernels.quantize_row(act_ty, xr, qr)?;
-            }
-        }
+        let xe = x.off.checked_add(x.len).ok_or(CpuError::BadRegion)?;
         let oe = out.off.checked_add(out.len).ok_or(CpuError::BadRegion)?;
-        if x.off < oe && out.off < x.off + x.len {
-            return Err(CpuError::BadRegion);
-        }
-        let os = self.arena.get_mut(out.off..oe).ok_or(CpuError::BadRegion)?;
-        let acts = &self.scratch[..need];
-        for (act, orow) in acts.chunks_exact(act_rb).zip(os.chunks_exact_mut(w.rows)) {
-            self.kernels.dot_rows(w.ty, w.cols, w.data, act, orow)?;
-        }
-        Ok(())
+        let [xs, os] = self
+            .arena
+            .get_disjoint_mut([x.off..xe, out.off..oe])
+            .map_err(|_| CpuError::BadRegion)?;
+        matmul::matmul(&self.kernels, self.par, w, xs, rows, self.scratch, os)
     }
 
     fn rope(
@@ -285,10 +282,16 @@ impl Backend for CpuBackend<'_> {
             return Err(CpuError::KvRange);
         }
         let len = max_pos + 1;
-        if self.scores.len < len {
+        // One softmax row of `len` per task.
+        let tasks = self
+            .par
+            .threads()
+            .min(self.scores.len / len)
+            .min(positions.len() * p.n_head);
+        if tasks == 0 {
             return Err(CpuError::KvRange);
         }
-        let scores = self.scores.prefix(len);
+        let scores = self.scores.prefix(len * tasks);
         let qe = q.off.checked_add(q.len).ok_or(CpuError::BadRegion)?;
         let oe = out.off.checked_add(out.len).ok_or(CpuError::BadRegion)?;
         let se = scores.off + scores.len;
@@ -308,17 +311,47 @@ impl Backend for CpuBackend<'_> {
         if len - oldest > cap {
             return Err(CpuError::KvRange);
         }
-        for ((qr, or), &pos) in qs
-            .chunks_exact(qw)
-            .zip(os.chunks_exact_mut(ow))
-            .zip(positions)
-        {
-            let kv = attention::KvRead {
-                view,
-                ty,
-                kernels: &self.kernels,
+        let kv = attention::KvRead {
+            view,
+            ty,
+            kernels: &self.kernels,
+        };
+        let qs = &*qs;
+        let os = shared::Shared::new(os);
+        let ss = shared::Shared::new(ss);
+        let failed = AtomicBool::new(false);
+        let dv = p.head_dim_v;
+        // Work items are (row, head) pairs in row-major order; each task takes a contiguous
+        // run of them and walks it row by row.
+        let items = positions.len() * p.n_head;
+        self.par.run(tasks, &|t| {
+            // SAFETY: each task takes its own row `t` of the scores.
+            let Some(sc) = (unsafe { ss.part(t * len..(t + 1) * len) }) else {
+                failed.store(true, Ordering::Relaxed);
+                return;
             };
-            attention::attend_row(p, qr, pos, kv, ss, or)?;
+            let mut it = split_range(items, tasks, 1, t);
+            while it.start < it.end {
+                let row = it.start / p.n_head;
+                let h0 = it.start % p.n_head;
+                let h1 = (h0 + (it.end - it.start)).min(p.n_head);
+                let o0 = row * ow;
+                // SAFETY: the tasks' item ranges are disjoint, and item (row, h) owns output
+                // values `row * ow + h * dv ..` of width `dv`.
+                let Some(o) = (unsafe { os.part(o0 + h0 * dv..o0 + h1 * dv) }) else {
+                    failed.store(true, Ordering::Relaxed);
+                    return;
+                };
+                let qr = &qs[row * qw..(row + 1) * qw];
+                if attention::attend_row(p, qr, positions[row], h0..h1, kv, sc, o).is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                    return;
+                }
+                it.start += h1 - h0;
+            }
+        });
+        if failed.load(Ordering::Relaxed) {
+            return Err(CpuError::TaskFailed);
         }
         Ok(())
     }
@@ -388,3 +421,6 @@ impl Backend for CpuBackend<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

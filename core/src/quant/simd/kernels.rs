@@ -26,6 +26,13 @@ pub(super) type RowsFn = unsafe fn(w: &[u8], act: &[u8], out: &mut [f32]);
 /// Same safety story as [`RowsFn`].
 pub(super) type QuantFn = unsafe fn(x: &[f32], out: &mut [u8]);
 
+/// `sum(k[i] · q[i])` over the common length, `k` as f16 bits. Same safety story as [`RowsFn`].
+pub(super) type F16DotFn = unsafe fn(k: &[u16], q: &[f32]) -> f32;
+
+/// `out[i] += w · v[i]` over the common length, `v` as f16 bits. Same safety story as
+/// [`RowsFn`].
+pub(super) type F16AxpyFn = unsafe fn(out: &mut [f32], w: f32, v: &[u16]);
+
 /// The weight types with a per-ISA dot kernel, in slot order.
 const DOT_TYPES: [GgmlType; 7] = [
     GgmlType::Q4_0,
@@ -61,6 +68,7 @@ pub struct Kernels {
     features: CpuFeatures,
     dots: [(RowsFn, Isa); DOT_TYPES.len()],
     quants: [(QuantFn, Isa); QUANT_TYPES.len()],
+    f16: (F16DotFn, F16AxpyFn, Isa),
 }
 
 impl Kernels {
@@ -82,6 +90,7 @@ impl Kernels {
                 (scalar_quant_q8_1, Isa::Scalar),
                 (scalar_quant_q8_k, Isa::Scalar),
             ],
+            f16: (scalar_dot_f16, scalar_axpy_f16, Isa::Scalar),
         }
     }
 
@@ -121,6 +130,43 @@ impl Kernels {
                 self.quants[i] = (f, isa);
             }
         }
+    }
+
+    /// Stores the f16 vector kernels if the features hold everything in `needs`, which must
+    /// list every feature they were compiled for.
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[allow(dead_code)]
+    pub(super) fn offer_f16(
+        &mut self,
+        needs: &[Feature],
+        isa: Isa,
+        dot: F16DotFn,
+        axpy: F16AxpyFn,
+    ) {
+        if self.features.has_all(needs) {
+            self.f16 = (dot, axpy, isa);
+        }
+    }
+
+    /// The tier of the f16 vector kernels ([`Kernels::dot_f16`], [`Kernels::axpy_f16`]).
+    pub fn f16_isa(&self) -> Isa {
+        self.f16.2
+    }
+
+    /// `sum(k[i] · q[i])` over the common length of `k` (f16 bit patterns, as the KV cache
+    /// stores them) and `q`: attention's `q·k`. Products are exact in f32; only the order of
+    /// the additions (and fused multiply-adds) differs between tiers.
+    pub fn dot_f16(&self, k: &[u16], q: &[f32]) -> f32 {
+        // SAFETY: the kernels index checked slices; by the invariant of `Kernels` the CPU has
+        // every feature the stored kernel needs.
+        unsafe { (self.f16.0)(k, q) }
+    }
+
+    /// `out[i] += w · v[i]` over the common length of `out` and `v` (f16 bit patterns):
+    /// attention's weighted sum of values.
+    pub fn axpy_f16(&self, out: &mut [f32], w: f32, v: &[u16]) {
+        // SAFETY: as in `dot_f16`.
+        unsafe { (self.f16.1)(out, w, v) }
     }
 
     /// The tier of the dot kernel used for weight type `wty` ([`Isa::Scalar`] for types
@@ -175,6 +221,59 @@ impl Kernels {
         Ok(())
     }
 
+    /// Dot products of a tile of weight rows with several activation rows: with `m` the
+    /// number of weight rows in `w` and `k` the number of activation rows in `acts` (each
+    /// `n` elements quantized to [`vec_dot_type`]`(wty)`), `out[r * m + i]` is weight row
+    /// `i` dotted with activation row `r`; `out` must hold exactly `k * m` values.
+    ///
+    /// This is the prefill (matrix-matrix) path: the weight rows are read from memory once
+    /// for all activation rows, in blocks of [`Kernels::TILE_ROWS`] rows that stay in the L1
+    /// cache while every activation row passes over them. Each value is computed exactly as
+    /// [`Kernels::dot_rows`] computes it, so the two agree bit for bit.
+    pub fn dot_tile(
+        &self,
+        wty: GgmlType,
+        n: usize,
+        w: &[u8],
+        acts: &[u8],
+        out: &mut [f32],
+    ) -> Result<(), QuantError> {
+        if !has_dot(wty) {
+            return Err(QuantError::UnsupportedType(wty));
+        }
+        let rb = row_len(wty, n)?;
+        let ab = row_len(vec_dot_type(wty), n)?;
+        let (m, k) = match (w.len().checked_div(rb), acts.len().checked_div(ab)) {
+            (Some(m), Some(k)) => (m, k),
+            // Zero-width rows: every dot product is 0.
+            _ => {
+                out.fill(0.0);
+                return Ok(());
+            }
+        };
+        let expected = m.saturating_mul(k);
+        if w.len() != m * rb || acts.len() != k * ab || out.len() != expected {
+            return Err(QuantError::BadLength {
+                expected,
+                got: out.len(),
+            });
+        }
+        let mut i0 = 0;
+        for tile in w.chunks(Self::TILE_ROWS * rb) {
+            let i1 = i0 + tile.len() / rb;
+            for (r, act) in acts.chunks_exact(ab).enumerate() {
+                let o = &mut out[r * m + i0..r * m + i1];
+                self.dot_rows(wty, n, tile, act, o)?;
+            }
+            i0 = i1;
+        }
+        Ok(())
+    }
+
+    /// Weight rows per tile of [`Kernels::dot_tile`]: 16 rows of 4096 Q4 values are 36 KiB,
+    /// about an L1 data cache.
+    pub const TILE_ROWS: usize = 16;
+
     /// One dot product, as [`vec_dot`] computes it but with these kernels.
     pub fn vec_dot(
         &self,
@@ -220,6 +319,7 @@ impl fmt::Debug for Kernels {
         for (t, (_, isa)) in QUANT_TYPES.iter().zip(&self.quants) {
             m.entry(&t.name(), &isa.name());
         }
+        m.entry(&"f16", &self.f16.2.name());
         m.finish()
     }
 }
@@ -293,5 +393,19 @@ fn scalar_quant_q8_1(x: &[f32], out: &mut [u8]) {
 fn scalar_quant_q8_k(x: &[f32], out: &mut [u8]) {
     if let Ok(out) = bytemuck::try_cast_slice_mut(out) {
         q::quantize_q8_k(x, out);
+    }
+}
+
+fn scalar_dot_f16(k: &[u16], q: &[f32]) -> f32 {
+    let mut acc = 0.0f32;
+    for (&kb, &qv) in k.iter().zip(q) {
+        acc += half::f16::from_bits(kb).to_f32() * qv;
+    }
+    acc
+}
+
+fn scalar_axpy_f16(out: &mut [f32], w: f32, v: &[u16]) {
+    for (o, &vb) in out.iter_mut().zip(v) {
+        *o += w * half::f16::from_bits(vb).to_f32();
     }
 }

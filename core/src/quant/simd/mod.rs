@@ -18,7 +18,7 @@
 mod features;
 mod kernels;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use features::{CpuFeatures, Feature, Isa};
 pub use kernels::Kernels;

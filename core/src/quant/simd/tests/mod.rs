@@ -12,10 +12,12 @@ use super::super::*;
 
 mod api;
 mod dots;
+mod f16;
 mod quants;
+mod tile;
 
 /// The features of the CPU running the tests, detected with std.
-pub(super) fn detected() -> CpuFeatures {
+pub(crate) fn detected() -> CpuFeatures {
     let mut f = CpuFeatures::none();
     #[cfg(target_arch = "x86_64")]
     {

@@ -13,6 +13,7 @@
 
 mod avx2;
 mod avx2_k;
+mod f16;
 mod quant;
 
 use super::super::GgmlType as T;
@@ -167,6 +168,8 @@ pub(super) fn install(k: &mut Kernels) {
     const AVX2: &[F] = &[F::Avx2];
     const VNNI: &[F] = &[F::Avx2, F::AvxVnni];
     const EVEX: &[F] = &[F::Avx2, F::Avx512, F::Avx512Vnni];
+
+    k.offer_f16(AVX2, Isa::Avx2, f16::dot_f16, f16::axpy_f16);
 
     k.offer_quant(T::Q8_0, AVX2, Isa::Avx2, quant::quant_q8_0);
     k.offer_quant(T::Q8_1, AVX2, Isa::Avx2, quant::quant_q8_1);
