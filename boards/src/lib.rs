@@ -11,6 +11,7 @@
 //! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
 
 pub mod cpu_features;
+pub mod daemon;
 pub mod engine;
 mod error;
 pub mod gguf_writer;
