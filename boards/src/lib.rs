@@ -10,6 +10,7 @@
 //!
 //! The core never sees a file or a thread: [`engine::Engine`] hands it slices.
 
+pub mod client;
 pub mod cpu_features;
 pub mod daemon;
 pub mod engine;

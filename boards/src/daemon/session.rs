@@ -179,6 +179,8 @@ impl Session {
         tokens.extend_from_slice(&new);
         self.check_room(cx, tokens.len())?;
         let tokens_in = u32::try_from(new.len()).unwrap_or(u32::MAX);
+        let stats = &cx.shared.stats;
+        stats.prefill_total.fetch_add(new.len() as u64, Ordering::Relaxed);
         self.started = true;
         self.pending = None;
         parser.reset();
@@ -460,6 +462,8 @@ impl Session {
         }
         self.pending = None;
         parser.reset();
+        let stats = &cx.shared.stats;
+        stats.prefill_total.fetch_add(new.len() as u64, Ordering::Relaxed);
         if let Some(turn) = &mut self.turn {
             turn.tokens_in = turn
                 .tokens_in
