@@ -49,10 +49,16 @@ impl Prompter {
         self.template.tool_dialect()
     }
 
-    /// Text that opens a tool call (what `tool_choice = required` starts a turn with).
-    pub fn call_opener(&self) -> Result<&'static str, PromptError> {
-        match self.dialect() {
-            Some(Dialect::Hermes) | Some(Dialect::QwenXml) => Ok("<tool_call>\n"),
+    /// Text that opens a tool call (what `tool_choice = required` starts a turn with):
+    /// the dialect's opening tag, and with `only` (the session's one tool) the call's name
+    /// too, up to where the arguments begin.
+    pub fn call_opener(&self, only: Option<&str>) -> Result<String, PromptError> {
+        match (self.dialect(), only) {
+            (Some(Dialect::Hermes), Some(name)) => Ok(format!(
+                "<tool_call>\n{{\"name\": {}, \"arguments\": ",
+                super::tools::json_string(name)
+            )),
+            (Some(Dialect::Hermes) | Some(Dialect::QwenXml), _) => Ok("<tool_call>\n".into()),
             _ => Err(PromptError::NoOpener),
         }
     }

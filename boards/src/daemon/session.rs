@@ -68,6 +68,11 @@ pub(crate) struct Turn {
     utf8: Vec<u8>,
     calls: Vec<Call>,
     cancel: bool,
+    /// Arguments written so far after a forced opener that named the tool (`None` when
+    /// not forcing): once they form a JSON object, the daemon closes the call itself.
+    forced_args: Option<String>,
+    /// The closing text the daemon wrote after forced arguments, to feed with the results.
+    forced_close: Option<&'static str>,
 }
 
 /// A session: its slot, sampler, tools and conversation state.
@@ -163,9 +168,14 @@ impl Session {
         }
         .map_err(|e| internal(&e))?;
         let force = self.tool_choice == ToolChoice::Required && !self.tools.is_empty();
+        let forced_name = force && self.tools.len() == 1;
         let opener = if force {
-            let o = cx.prompter.call_opener().map_err(|e| internal(&e))?;
-            text.push_str(o);
+            let only = match self.tools.as_slice() {
+                [t] => Some(t.name.as_str()),
+                _ => None,
+            };
+            let o = cx.prompter.call_opener(only).map_err(|e| internal(&e))?;
+            text.push_str(&o);
             Some(o)
         } else {
             None
@@ -185,7 +195,7 @@ impl Session {
         self.pending = None;
         parser.reset();
         if let Some(o) = opener {
-            parser.push(o).map_err(|e| internal(&e))?;
+            parser.push(&o).map_err(|e| internal(&e))?;
         }
         self.turn = Some(Turn {
             id: turn_id,
@@ -200,6 +210,8 @@ impl Session {
             utf8: Vec::new(),
             calls: Vec::new(),
             cancel: false,
+            forced_args: forced_name.then(String::new),
+            forced_close: None,
         });
         Ok(())
     }
@@ -240,6 +252,8 @@ impl Session {
                     .forward_slot(self.slot, &tokens[*at..end], rows, &mut self.logits);
                 turn.prefill += t0.elapsed();
                 *at = end;
+                let fed = cx.engine.tokens_fed();
+                cx.shared.stats.tokens_fed.store(fed, Ordering::Relaxed);
                 if let Err(e) = res {
                     return self.fail(parser, ErrorCode::Internal, &e.to_string());
                 }
@@ -276,7 +290,10 @@ impl Session {
             return self.finish(parser, StopReason::EndOfTurn);
         }
         match tokenizer.decode_token(tok) {
-            Ok(b) => turn.utf8.extend_from_slice(&b),
+            Ok(b) => {
+                turn.utf8.extend_from_slice(&b);
+                close_forced_args(turn, &b);
+            }
             Err(e) => return self.fail(parser, ErrorCode::Internal, &e.to_string()),
         }
         let calls = self.drain_utf8(parser, false);
@@ -298,6 +315,8 @@ impl Session {
         }
         self.pending = None;
         turn.decode += t0.elapsed();
+        let fed = cx.engine.tokens_fed();
+        cx.shared.stats.tokens_fed.store(fed, Ordering::Relaxed);
     }
 
     /// Passes the complete UTF-8 text held to the parser (all of it with `all`) and sends
@@ -449,7 +468,11 @@ impl Session {
             Ok(t) => t,
             Err(e) => return self.fail_now(cx, ErrorCode::Internal, &e.to_string()),
         };
-        let new = match tok.encode(&text, false, true) {
+        let close = turn.forced_close.unwrap_or("");
+        let new = match tok.encode(close, false, true).and_then(|mut c| {
+            c.extend(tok.encode(&text, false, true)?);
+            Ok(c)
+        }) {
             Ok(t) => t,
             Err(e) => return self.fail_now(cx, ErrorCode::Internal, &e.to_string()),
         };
@@ -469,6 +492,7 @@ impl Session {
                 .tokens_in
                 .saturating_add(u32::try_from(new.len()).unwrap_or(u32::MAX));
             turn.utf8.clear();
+            turn.forced_close = None;
             turn.phase = Phase::Prefill { tokens, at: 0 };
         }
     }
@@ -507,6 +531,41 @@ impl Session {
             stop_reason: reason,
         };
         self.event(EventKind::Done { stats });
+    }
+}
+
+/// Follows the arguments written after a forced opener that named the tool; once they form
+/// a JSON object, writes the call's closing text (`}` and the closing tag) into the turn's
+/// text, so a small model that stops after the arguments still makes a well-formed call.
+/// The closing text is fed to the cache with the results (see `resume`).
+fn close_forced_args(turn: &mut Turn, piece: &[u8]) {
+    let Some(args) = &mut turn.forced_args else {
+        return;
+    };
+    args.push_str(&String::from_utf8_lossy(piece));
+    let b = args.as_bytes();
+    let start = glimmer_core::chat::json::skip_ws(b, 0);
+    match b.get(start) {
+        None => return,
+        Some(b'{') => {}
+        Some(_) => {
+            turn.forced_args = None;
+            return;
+        }
+    }
+    match glimmer_core::chat::json::value_end(b, start, 0) {
+        Ok(end) => {
+            let close = if args[end..].contains('}') {
+                "\n</tool_call>"
+            } else {
+                "}\n</tool_call>"
+            };
+            turn.utf8.extend_from_slice(close.as_bytes());
+            turn.forced_close = Some(close);
+            turn.forced_args = None;
+        }
+        Err(glimmer_core::chat::json::JsonError::Eof { .. }) => {}
+        Err(_) => turn.forced_args = None,
     }
 }
 

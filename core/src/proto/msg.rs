@@ -57,7 +57,8 @@ pub enum ToolChoice {
     #[default]
     Auto,
     /// 1: each `Send` turn starts with the dialect's call opener, so the model's first
-    /// output is a tool call.
+    /// output is a tool call; when the session allows exactly one tool, the opener names it
+    /// too, so the model only writes the arguments.
     Required,
     /// 2: no tool calls: call syntax the model writes stays plain text.
     None,
