@@ -162,13 +162,19 @@ impl Client {
     /// an error about a session (those are queued for [`recv`](Self::recv)).
     fn call(&mut self, req: &Request<'_>) -> Result<Reply, ClientError> {
         self.request(req)?;
+        let mine = match req {
+            Request::CloseSession { session_id } | Request::SetToolChoice { session_id, .. } => {
+                Some(*session_id)
+            }
+            _ => None,
+        };
         loop {
             match self.read_reply()? {
                 r @ (Reply::Event { .. } | Reply::CallClientTool(_)) => self.queued.push_back(r),
                 r @ Reply::Error {
-                    session_id: Some(_),
+                    session_id: Some(id),
                     ..
-                } if !matches!(req, Request::OpenSession { .. }) => self.queued.push_back(r),
+                } if mine != Some(id) => self.queued.push_back(r),
                 Reply::Error {
                     code,
                     session_id,

@@ -13,7 +13,7 @@ use glimmer_boards::daemon::{Daemon, DaemonConfig, ToolDesc, ToolFailure, ToolHo
 use glimmer_boards::model_file::default_model_path;
 use glimmer_core::proto::{DoneStats, ErrorCode, Role, SamplingConfig};
 
-/// Tools for the tests: a thermometer, a fan with a range check, and a tool that hangs.
+/// Tools for the tests: a thermometer, a fan with a range check, and a hygrometer that hangs.
 pub struct TestTools;
 
 impl ToolHost for TestTools {
@@ -35,9 +35,9 @@ impl ToolHost for TestTools {
                 r#"{"type":"object","properties":{"percent":{"type":"integer"}},"required":["percent"]}"#,
             ),
             t(
-                "hang",
-                "Wait for some seconds.",
-                r#"{"type":"object","properties":{"seconds":{"type":"integer"}},"required":["seconds"]}"#,
+                "read_humidity",
+                "Read the relative humidity of a zone (this test sensor hangs).",
+                r#"{"type":"object","properties":{"zone":{"type":"string"}},"required":[]}"#,
             ),
         ]
     }
@@ -57,7 +57,7 @@ impl ToolHost for TestTools {
                 }
                 Ok(format!("{{\"fan_percent\":{p}}}"))
             }
-            "hang" => {
+            "read_humidity" => {
                 std::thread::sleep(Duration::from_secs(3600));
                 Ok("never".into())
             }
