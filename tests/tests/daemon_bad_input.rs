@@ -120,10 +120,14 @@ fn shutdown_ends_running_turns_and_tells_clients() {
     let d = start(config(model));
     let mut c = client(&d);
     let s = c.open_session(&opts(0, Some(&[]))).unwrap();
-    c.send(s, Role::User, "Tell me a long story about a lamp.").unwrap();
+    c.send(s, Role::User, "Tell me a long story about a lamp.")
+        .unwrap();
     // Wait for the first token, then shut down mid-turn.
     let first = c.next_event(s).unwrap();
-    assert!(matches!(first, glimmer_boards::client::Event::Token(_)), "{first:?}");
+    assert!(
+        matches!(first, glimmer_boards::client::Event::Token(_)),
+        "{first:?}"
+    );
     let stopper = std::thread::spawn(move || d.shutdown());
     let mut saw_done = false;
     let mut saw_shutdown = false;
@@ -145,5 +149,8 @@ fn shutdown_ends_running_turns_and_tells_clients() {
         }
     }
     stopper.join().unwrap().unwrap();
-    assert!(saw_done && saw_shutdown, "done {saw_done}, shutdown {saw_shutdown}");
+    assert!(
+        saw_done && saw_shutdown,
+        "done {saw_done}, shutdown {saw_shutdown}"
+    );
 }

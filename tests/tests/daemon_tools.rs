@@ -15,7 +15,12 @@ use glimmer_core::chat::chatml::ChatMl;
 use glimmer_core::chat::{Message, Out, Template, ToolDef};
 use glimmer_core::proto::{ErrorCode, Role, ToolChoice};
 
-fn tool_events(t: &TurnLog) -> (Vec<(u32, String, String)>, Vec<(u32, bool, String)>) {
+/// `(call_id, name, args)` of each call.
+type Calls = Vec<(u32, String, String)>;
+/// `(call_id, ok, content)` of each result.
+type Results = Vec<(u32, bool, String)>;
+
+fn tool_events(t: &TurnLog) -> (Calls, Results) {
     let mut calls = Vec::new();
     let mut results = Vec::new();
     for e in &t.events {
@@ -48,7 +53,8 @@ fn tool_call_result_enters_the_cache_without_reprefill() {
         .open_session(&opts(40, Some(&["read_temperature"])))
         .unwrap();
     c.set_tool_choice(s, ToolChoice::Required).unwrap();
-    let msg = "Read the temperature of the cpu zone: call read_temperature with {\"zone\": \"cpu\"}.";
+    let msg =
+        "Read the temperature of the cpu zone: call read_temperature with {\"zone\": \"cpu\"}.";
     let fed0 = d.tokens_fed();
     let t0 = Instant::now();
     let t = turn(&mut c, s, msg);
@@ -65,7 +71,7 @@ fn tool_call_result_enters_the_cache_without_reprefill() {
 
     // What the cache must hold, computed here independently: the first prompt (ChatML with
     // SmolLM2's default system prompt and the Hermes tool section, then the forced opener)...
-    let tools = TestTools_tools_def();
+    let tools = test_tool_descs();
     let defs: Vec<ToolDef<'_>> = tools
         .iter()
         .filter(|t| t.name == "read_temperature")
@@ -97,8 +103,8 @@ fn tool_call_result_enters_the_cache_without_reprefill() {
     assert_eq!(results.len(), 1, "one tool round expected: {t:?}");
     // The model wrote only the arguments after the forced opener; the daemon closed the
     // call (`}` unless the model wrote it, and the closing tag) and feeds that with the result.
-    let closes = ["}\n</tool_call>", "\n</tool_call>"]
-        .map(|c| tok.encode(c, false, true).unwrap().len());
+    let closes =
+        ["}\n</tool_call>", "\n</tool_call>"].map(|c| tok.encode(c, false, true).unwrap().len());
     assert!(
         closes
             .iter()
@@ -122,8 +128,7 @@ fn tool_call_result_enters_the_cache_without_reprefill() {
     d.shutdown().unwrap();
 }
 
-#[allow(non_snake_case)]
-fn TestTools_tools_def() -> Vec<ToolDesc> {
+fn test_tool_descs() -> Vec<ToolDesc> {
     use glimmer_boards::daemon::ToolHost;
     TestTools.tools()
 }
@@ -145,7 +150,9 @@ fn failing_hanging_and_unknown_tools_keep_the_daemon_serving() {
     let e = c.invoke_tool("set_fan", r#"{"speed": 1}"#).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::BadToolArgs), "{e}");
     let t0 = Instant::now();
-    let e = c.invoke_tool("read_humidity", r#"{"zone": "cpu"}"#).unwrap_err();
+    let e = c
+        .invoke_tool("read_humidity", r#"{"zone": "cpu"}"#)
+        .unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::ToolTimeout), "{e}");
     assert!(t0.elapsed() < Duration::from_secs(5));
     still_serving(&d);
@@ -171,7 +178,10 @@ fn failing_hanging_and_unknown_tools_keep_the_daemon_serving() {
 }
 
 /// Serves `name` from a second client that disconnects as soon as the call arrives.
-fn register_and_vanish(d: &glimmer_boards::daemon::Daemon, name: &str) -> std::thread::JoinHandle<()> {
+fn register_and_vanish(
+    d: &glimmer_boards::daemon::Daemon,
+    name: &str,
+) -> std::thread::JoinHandle<()> {
     let mut owner = client(d);
     owner
         .register_tool(&ToolDesc {

@@ -103,7 +103,10 @@ fn install_signals() {
         // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe, and has
         // the `extern "C" fn(c_int)` signature `signal` expects.
         unsafe {
-            libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
 }

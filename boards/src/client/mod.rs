@@ -367,7 +367,12 @@ impl Client {
     }
 
     /// Answers a [`ClientCall`].
-    pub fn answer_call(&mut self, call_id: u32, ok: bool, content: &str) -> Result<(), ClientError> {
+    pub fn answer_call(
+        &mut self,
+        call_id: u32,
+        ok: bool,
+        content: &str,
+    ) -> Result<(), ClientError> {
         self.request(&Request::ToolResult {
             call_id,
             ok,

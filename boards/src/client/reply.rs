@@ -1,8 +1,6 @@
 //! Owned forms of the daemon's responses, as the [`Client`](super::Client) hands them out.
 
-use glimmer_core::proto::{
-    DoneStats, ErrorCode, EventKind, Response, ServerStats, ToolChoice,
-};
+use glimmer_core::proto::{DoneStats, ErrorCode, EventKind, Response, ServerStats, ToolChoice};
 
 use crate::daemon::ToolDesc;
 

@@ -29,7 +29,10 @@ pub(crate) fn serve(shared: Arc<Shared>, stream: UnixStream, conn: u64) {
     let Some(uid) = admit(&shared, &stream) else {
         return;
     };
-    let out = match stream.try_clone().map(|s| Outbox::spawn(s, shared.cfg.limits.outbox_frames)) {
+    let out = match stream
+        .try_clone()
+        .map(|s| Outbox::spawn(s, shared.cfg.limits.outbox_frames))
+    {
         Ok(Ok(o)) => o,
         Ok(Err(e)) | Err(e) => {
             log::error!("connection {conn}: {e}");
@@ -73,7 +76,12 @@ fn admit(shared: &Shared, stream: &UnixStream) -> Option<u32> {
     };
     let (uid, gid) = match super::listen::peer_cred(stream) {
         Ok(c) => c,
-        Err(e) => return refuse(ErrorCode::PermissionDenied, &format!("no peer credentials: {e}")),
+        Err(e) => {
+            return refuse(
+                ErrorCode::PermissionDenied,
+                &format!("no peer credentials: {e}"),
+            )
+        }
     };
     let cfg = &shared.cfg;
     if !cfg.allow_uids.contains(&uid) && !cfg.allow_gids.contains(&gid) {
@@ -86,10 +94,16 @@ fn admit(shared: &Shared, stream: &UnixStream) -> Option<u32> {
     let n = per_uid.entry(uid).or_insert(0);
     if *n >= cfg.limits.max_conns_per_uid {
         drop(per_uid);
-        return refuse(ErrorCode::Busy, &format!("too many connections for uid {uid}"));
+        return refuse(
+            ErrorCode::Busy,
+            &format!("too many connections for uid {uid}"),
+        );
     }
     *n += 1;
-    shared.stats.connections_total.fetch_add(1, Ordering::Relaxed);
+    shared
+        .stats
+        .connections_total
+        .fetch_add(1, Ordering::Relaxed);
     Some(uid)
 }
 
@@ -276,7 +290,11 @@ impl Conn<'_> {
                     description: description.to_string(),
                     schema_json: schema_json.to_string(),
                 };
-                match self.shared.tools.register(desc, self.peer.conn, out.clone()) {
+                match self
+                    .shared
+                    .tools
+                    .register(desc, self.peer.conn, out.clone())
+                {
                     Ok(()) => {
                         out.send(&Response::Registered { name });
                     }
@@ -335,7 +353,11 @@ impl Conn<'_> {
     fn invoke(&self, name: &str, args_json: &str) {
         let out = self.out().clone();
         let Some((desc, target)) = self.shared.tools.lookup(name) else {
-            out.error(ErrorCode::UnknownTool, None, &format!("no tool named {name}"));
+            out.error(
+                ErrorCode::UnknownTool,
+                None,
+                &format!("no tool named {name}"),
+            );
             return;
         };
         let args = match tools::check_json_args(&desc, args_json) {

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DaemonError {
-    /// The model could not be loaded or the engine sized.
+    /// The model could not be loaded or the engine sized (boxed: the std error is large).
     #[error("loading the model: {0}")]
-    Model(#[from] crate::Error),
+    Model(Box<crate::Error>),
     /// The socket could not be set up.
     #[error("socket {0}: {1}")]
     Socket(PathBuf, #[source] std::io::Error),
@@ -27,4 +27,10 @@ pub enum DaemonError {
     /// A daemon thread could not be started or panicked.
     #[error("thread {0}: {1}")]
     Thread(&'static str, String),
+}
+
+impl From<crate::Error> for DaemonError {
+    fn from(e: crate::Error) -> Self {
+        DaemonError::Model(Box::new(e))
+    }
 }

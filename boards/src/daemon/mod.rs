@@ -61,7 +61,9 @@ impl Daemon {
     /// loaded (or failed to load).
     pub fn start(cfg: DaemonConfig, host: Arc<dyn ToolHost>) -> Result<Daemon, DaemonError> {
         if cfg.sessions == 0 || cfg.ctx == 0 || cfg.chunk == 0 {
-            return Err(DaemonError::Config("sessions, ctx and chunk must be positive"));
+            return Err(DaemonError::Config(
+                "sessions, ctx and chunk must be positive",
+            ));
         }
         if crate::profiles::profile(&cfg.board).is_none() {
             return Err(DaemonError::UnknownBoard(cfg.board.clone()));

@@ -190,7 +190,9 @@ impl Session {
         self.check_room(cx, tokens.len())?;
         let tokens_in = u32::try_from(new.len()).unwrap_or(u32::MAX);
         let stats = &cx.shared.stats;
-        stats.prefill_total.fetch_add(new.len() as u64, Ordering::Relaxed);
+        stats
+            .prefill_total
+            .fetch_add(new.len() as u64, Ordering::Relaxed);
         self.started = true;
         self.pending = None;
         parser.reset();
@@ -245,11 +247,15 @@ impl Session {
             Phase::Prefill { tokens, at } => {
                 let end = at.saturating_add(cx.chunk).min(tokens.len());
                 let last = end == tokens.len();
-                let rows = if last { LogitRows::Last } else { LogitRows::None };
+                let rows = if last {
+                    LogitRows::Last
+                } else {
+                    LogitRows::None
+                };
                 let t0 = Instant::now();
-                let res = cx
-                    .engine
-                    .forward_slot(self.slot, &tokens[*at..end], rows, &mut self.logits);
+                let res =
+                    cx.engine
+                        .forward_slot(self.slot, &tokens[*at..end], rows, &mut self.logits);
                 turn.prefill += t0.elapsed();
                 *at = end;
                 let fed = cx.engine.tokens_fed();
@@ -372,8 +378,10 @@ impl Session {
         }
         turn.phase = Phase::Tools;
         let turn_id = turn.id;
-        let calls: Vec<(u32, ParsedOwned)> =
-            calls.into_iter().map(|c| (cx.shared.call_id(), c)).collect();
+        let calls: Vec<(u32, ParsedOwned)> = calls
+            .into_iter()
+            .map(|c| (cx.shared.call_id(), c))
+            .collect();
         turn.calls = calls
             .iter()
             .map(|(id, c)| Call {
@@ -385,7 +393,9 @@ impl Session {
         let n = u32::try_from(calls.len()).unwrap_or(u32::MAX);
         turn.tool_calls = turn.tool_calls.saturating_add(n);
         let stats = &cx.shared.stats;
-        stats.tool_calls_total.fetch_add(u64::from(n), Ordering::Relaxed);
+        stats
+            .tool_calls_total
+            .fetch_add(u64::from(n), Ordering::Relaxed);
         for (call_id, c) in calls {
             let args_shown = match &c.args {
                 Ok(a) => a.as_str(),
@@ -486,7 +496,9 @@ impl Session {
         self.pending = None;
         parser.reset();
         let stats = &cx.shared.stats;
-        stats.prefill_total.fetch_add(new.len() as u64, Ordering::Relaxed);
+        stats
+            .prefill_total
+            .fetch_add(new.len() as u64, Ordering::Relaxed);
         if let Some(turn) = &mut self.turn {
             turn.tokens_in = turn
                 .tokens_in

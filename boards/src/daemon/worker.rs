@@ -188,7 +188,8 @@ pub(crate) fn run(
                 glimmer_core::proto::StopReason::Cancelled,
             );
         }
-        s.out.error(ErrorCode::ShuttingDown, Some(s.id), "daemon shutting down");
+        s.out
+            .error(ErrorCode::ShuttingDown, Some(s.id), "daemon shutting down");
     }
     log::info!("engine worker stopped");
 }
@@ -251,7 +252,10 @@ impl Worker {
             Cmd::Close { peer, session } => {
                 if let Some(s) = self.owned(&peer, session) {
                     let slot = s.slot;
-                    s.finish(&mut parsers[slot], glimmer_core::proto::StopReason::Cancelled);
+                    s.finish(
+                        &mut parsers[slot],
+                        glimmer_core::proto::StopReason::Cancelled,
+                    );
                     self.drop_session(cx, session);
                     peer.out.send(&Response::SessionClosed {
                         session_id: session,
@@ -342,8 +346,11 @@ impl Worker {
                     match all.iter().find(|t| &t.name == n) {
                         Some(t) => picked.push(t.clone()),
                         None => {
-                            peer.out
-                                .error(ErrorCode::UnknownTool, None, &format!("no tool named {n}"));
+                            peer.out.error(
+                                ErrorCode::UnknownTool,
+                                None,
+                                &format!("no tool named {n}"),
+                            );
                             return;
                         }
                     }
@@ -352,7 +359,8 @@ impl Worker {
             }
         };
         let Some(slot) = self.free.pop() else {
-            peer.out.error(ErrorCode::Busy, None, "no free session slot");
+            peer.out
+                .error(ErrorCode::Busy, None, "no free session slot");
             return;
         };
         cx.engine.reset_slot(slot);
