@@ -16,7 +16,9 @@
 //! [`pool::Pool`] of worker threads behind the core's `Parallel` trait.
 
 pub mod bench;
+pub mod client;
 pub mod cpu_features;
+pub mod daemon;
 pub mod engine;
 mod error;
 pub mod gguf_writer;

@@ -57,6 +57,7 @@ EVENT_KIND = ("enum", [
     ("ToolResult", [("call_id", "u32"), ("ok", "bool"), ("content", "str")]),
     ("Done", [("stats", DONE_STATS)]),
 ])
+TOOL_CHOICE = ("names", ["Auto", "Required", "None"])
 TOOL_INFO = ("struct", [("name", "str"), ("description", "str"), ("schema_json", "str")])
 MAX_TOOLS = 32
 
@@ -73,6 +74,7 @@ REQUEST = ("enum", [
     ("ToolResult", [("call_id", "u32"), ("ok", "bool"), ("content", "str")]),
     ("Stats", None),
     ("Cancel", [("session_id", "u64")]),
+    ("SetToolChoice", [("session_id", "u64"), ("choice", TOOL_CHOICE)]),
 ])
 
 RESPONSE = ("enum", [
@@ -89,6 +91,7 @@ RESPONSE = ("enum", [
                      ("tokens_total", "u64"), ("prefill_total", "u64"),
                      ("tool_calls_total", "u64"), ("connections_total", "u64")]),
     ("Error", [("code", "u16"), ("session_id", ("opt", "u64")), ("message", "str")]),
+    ("ToolChoiceSet", [("session_id", "u64"), ("choice", TOOL_CHOICE)]),
 ])
 
 UINT_BITS = {"u16": 16, "u32": 32, "u64": 64}
@@ -350,6 +353,8 @@ def _samples():
                              "content": "21.5 C"}),
         ("req_stats", {"type": "Stats"}),
         ("req_cancel", {"type": "Cancel", "session_id": 1 << 40}),
+        ("req_set_tool_choice", {"type": "SetToolChoice", "session_id": 7,
+                                 "choice": "Required"}),
     ]
     resp = [
         ("resp_hello_ok", {"type": "HelloOk", "server": "glimmerd/0.1", "version": 1,
@@ -378,6 +383,7 @@ def _samples():
         ("resp_error", {"type": "Error", "code": 8, "session_id": 7,
                         "message": "no tool named lamp"}),
         ("resp_error_busy", {"type": "Error", "code": 13, "session_id": None, "message": ""}),
+        ("resp_tool_choice_set", {"type": "ToolChoiceSet", "session_id": 7, "choice": "None"}),
     ]
     return [(n, m, KIND_REQUEST) for n, m in req] + [(n, m, KIND_RESPONSE) for n, m in resp]
 

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use glimmer_core::proto::{
     encode_frame, DoneStats, ErrorCode, EventKind, FrameDecoder, Request, Response, Role,
-    SamplingConfig, ServerStats, StopReason, ToolInfo,
+    SamplingConfig, ServerStats, StopReason, ToolChoice, ToolInfo,
 };
 
 #[allow(clippy::large_enum_variant)] // A handful of test samples.
@@ -132,6 +132,13 @@ fn samples() -> Vec<(&'static str, Msg)> {
             }),
         ),
         (
+            "req_set_tool_choice",
+            Req(Request::SetToolChoice {
+                session_id: 7,
+                choice: ToolChoice::Required,
+            }),
+        ),
+        (
             "resp_hello_ok",
             Resp(Response::HelloOk {
                 server: "glimmerd/0.1",
@@ -224,6 +231,13 @@ fn samples() -> Vec<(&'static str, Msg)> {
                 code: ErrorCode::Busy,
                 session_id: None,
                 message: "",
+            }),
+        ),
+        (
+            "resp_tool_choice_set",
+            Resp(Response::ToolChoiceSet {
+                session_id: 7,
+                choice: ToolChoice::None,
             }),
         ),
     ]

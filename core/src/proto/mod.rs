@@ -29,7 +29,7 @@ pub use error::ProtoError;
 pub use frame::{encode_frame, Frame, FrameDecoder, FrameKind, Message, HEADER_LEN, LEN_PREFIX};
 pub use msg::{
     DoneStats, EventKind, Request, Response, Role, SamplingConfig, ServerStats, StopReason,
-    ToolInfo, MAX_TOOLS,
+    ToolChoice, ToolInfo, MAX_TOOLS,
 };
 
 /// The protocol version byte every frame carries.

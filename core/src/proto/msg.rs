@@ -50,6 +50,20 @@ pub enum Role {
     Tool,
 }
 
+/// Whether the model must, may or may not call tools; set with [`Request::SetToolChoice`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ToolChoice {
+    /// 0: the model decides (the default).
+    #[default]
+    Auto,
+    /// 1: each `Send` turn starts with the dialect's call opener, so the model's first
+    /// output is a tool call; when the session allows exactly one tool, the opener names it
+    /// too, so the model only writes the arguments.
+    Required,
+    /// 2: no tool calls: call syntax the model writes stays plain text.
+    None,
+}
+
 /// Why generation stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum StopReason {
@@ -221,6 +235,14 @@ pub enum Request<'a> {
         /// The session.
         session_id: u64,
     },
+    /// 10: set a session's [`ToolChoice`] for its next turns; answered by
+    /// [`Response::ToolChoiceSet`].
+    SetToolChoice {
+        /// The session.
+        session_id: u64,
+        /// The choice.
+        choice: ToolChoice,
+    },
 }
 
 /// A daemon → client message. The comment number is the wire discriminant.
@@ -295,5 +317,12 @@ pub enum Response<'a> {
         session_id: Option<u64>,
         /// Human-readable detail.
         message: &'a str,
+    },
+    /// 10: answer to [`Request::SetToolChoice`].
+    ToolChoiceSet {
+        /// The session.
+        session_id: u64,
+        /// The choice now in force.
+        choice: ToolChoice,
     },
 }
