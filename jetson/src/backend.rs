@@ -70,7 +70,12 @@ impl Mirror {
     }
 
     /// Makes the device copy equal `src`.
-    pub(crate) fn sync_dev(&mut self, gpu: &Gpu, src: &[u32], capturing: bool) -> Result<(), CudaError> {
+    pub(crate) fn sync_dev(
+        &mut self,
+        gpu: &Gpu,
+        src: &[u32],
+        capturing: bool,
+    ) -> Result<(), CudaError> {
         if self.host.as_slice() == src {
             return Ok(());
         }
@@ -133,9 +138,7 @@ impl CudaBackend {
         let want = (2 * gpu.sm_count() as usize).div_ceil(cap.n_head.max(1));
         let decode_splits = want.clamp(1, 64);
         let parts = (cap.chunk.checked_mul(cap.n_head).ok_or(ovf)?).max(cap.n_head * decode_splits);
-        let part_bytes = parts
-            .checked_mul(cap.head_dim_v.max(1) * 4)
-            .ok_or(ovf)?;
+        let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
         let arena_bytes = cap.arena_len.checked_mul(4).ok_or(ovf)?;
         let mut slot = Mirror::new(&gpu, 1)?;
         slot.sync_dev(&gpu, &[0], false)?;
@@ -211,14 +214,16 @@ impl CudaBackend {
         if slot >= self.kvl.slots {
             return Err(CudaError::KvRange);
         }
-        self.slot.sync_dev(&self.gpu, &[slot as u32], self.capturing)
+        self.slot
+            .sync_dev(&self.gpu, &[slot as u32], self.capturing)
     }
 
     /// Loads the tokens and positions of the next forward call into device memory (a graph
     /// replay reads them from there).
     pub fn set_inputs(&mut self, tokens: &[u32], positions: &[u32]) -> Result<(), CudaError> {
         self.tokens.sync_dev(&self.gpu, tokens, self.capturing)?;
-        self.positions.sync_dev(&self.gpu, positions, self.capturing)
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)
     }
 
     /// Writes host values into an arena region (tests and host-computed inputs).

@@ -18,7 +18,10 @@ pub const SOURCES: [(&str, &str); 10] = [
     ("embed.cu", include_str!("../../kernels/embed.cu")),
     ("norm.cu", include_str!("../../kernels/norm.cu")),
     ("rope.cu", include_str!("../../kernels/rope.cu")),
-    ("elementwise.cu", include_str!("../../kernels/elementwise.cu")),
+    (
+        "elementwise.cu",
+        include_str!("../../kernels/elementwise.cu"),
+    ),
     ("argmax.cu", include_str!("../../kernels/argmax.cu")),
     ("attention.cu", include_str!("../../kernels/attention.cu")),
     ("memory.cu", include_str!("../../kernels/memory.cu")),
@@ -120,7 +123,13 @@ mod tests {
     #[test]
     fn program_holds_every_kernel_and_hash_is_stable() {
         let p = program();
-        for name in ["quantize_q8_1", "GEMV_Q(gemv_q6_k", "attn_split", "attn_combine", "argmax_f32"] {
+        for name in [
+            "quantize_q8_1",
+            "GEMV_Q(gemv_q6_k",
+            "attn_split",
+            "attn_combine",
+            "argmax_f32",
+        ] {
             assert!(p.contains(name), "{name} missing");
         }
         assert_eq!(fnv1a(&[b"a"]), fnv1a(&[b"a"]));
@@ -143,7 +152,10 @@ mod tests {
         let ptx = r.unwrap_or_else(|e| panic!("{e}: {log}"));
         let text = ptx.to_src();
         for name in ["gemv_q4_k_r8", "attn_split", "kv_store_f16", "embed_rows"] {
-            assert!(text.contains(&format!(".entry {name}")), "{name} missing from PTX");
+            assert!(
+                text.contains(&format!(".entry {name}")),
+                "{name} missing from PTX"
+            );
         }
     }
 }

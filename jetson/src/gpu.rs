@@ -239,7 +239,9 @@ impl Arg {
 
     /// An `int` argument from a size, or [`CudaError::TooLarge`].
     pub(crate) fn int(v: usize) -> Result<Arg, CudaError> {
-        i32::try_from(v).map(Arg::I).map_err(|_| CudaError::TooLarge)
+        i32::try_from(v)
+            .map(Arg::I)
+            .map_err(|_| CudaError::TooLarge)
     }
 }
 

@@ -19,7 +19,12 @@ fn disjoint(a: Buf, b: Buf) -> bool {
 
 impl CudaBackend {
     /// Launches an element-wise kernel whose arguments are `(x, [y,] ..., n)`.
-    fn elementwise(&mut self, f: &cudarc::driver::CudaFunction, args: &[Arg], n: usize) -> Result<(), CudaError> {
+    fn elementwise(
+        &mut self,
+        f: &cudarc::driver::CudaFunction,
+        args: &[Arg],
+        n: usize,
+    ) -> Result<(), CudaError> {
         if n == 0 {
             return Ok(());
         }
@@ -152,7 +157,11 @@ impl Backend for CudaBackend {
             }
             None => 0,
         };
-        if dim == 0 || !x.len.is_multiple_of(dim) || out.len != x.len || (x != out && !disjoint(x, out)) {
+        if dim == 0
+            || !x.len.is_multiple_of(dim)
+            || out.len != x.len
+            || (x != out && !disjoint(x, out))
+        {
             return Err(CudaError::BadRegion);
         }
         let (xp, op) = (self.at(x)?, self.at(out)?);
@@ -165,7 +174,13 @@ impl Backend for CudaBackend {
             f,
             (rows as u32, 1, 1),
             256,
-            &[Arg::P(xp), Arg::P(w), Arg::P(op), Arg::int(dim)?, Arg::F(eps)],
+            &[
+                Arg::P(xp),
+                Arg::P(w),
+                Arg::P(op),
+                Arg::int(dim)?,
+                Arg::F(eps),
+            ],
         )
     }
 
@@ -220,7 +235,8 @@ impl Backend for CudaBackend {
         if positions.is_empty() || rope_dim < 2 {
             return Ok(());
         }
-        self.positions.sync_dev(&self.gpu, positions, self.capturing)?;
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
         let xp = self.at(x)?;
         // The same f32 power the CPU reference takes (libm), so the angles agree bit for bit.
         let theta_scale = libm::powf(base, -2.0 / rope_dim as f32);
@@ -261,7 +277,8 @@ impl Backend for CudaBackend {
             return Err(CudaError::KvRange);
         }
         let kv = self.kv_args(layer)?;
-        self.positions.sync_dev(&self.gpu, positions, self.capturing)?;
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
         let (kp, vp) = (self.at(k)?, self.at(v)?);
         let f = raw(&self.gpu.fns().kv_store);
         let args = [
@@ -298,10 +315,13 @@ impl Backend for CudaBackend {
         if q.len != rows * p.n_head * p.head_dim || out.len != rows * p.n_head * p.head_dim_v {
             return Err(CudaError::BadRegion);
         }
-        if p.n_head_kv * p.head_dim != self.kvl.k_dim || p.n_head_kv * p.head_dim_v != self.kvl.v_dim {
+        if p.n_head_kv * p.head_dim != self.kvl.k_dim
+            || p.n_head_kv * p.head_dim_v != self.kvl.v_dim
+        {
             return Err(CudaError::BadRegion);
         }
-        if p.n_head > self.cap.n_head || p.head_dim_v > self.cap.head_dim_v || rows > self.cap.chunk {
+        if p.n_head > self.cap.n_head || p.head_dim_v > self.cap.head_dim_v || rows > self.cap.chunk
+        {
             return Err(CudaError::TooLarge);
         }
         if rows == 0 {
@@ -321,7 +341,8 @@ impl Backend for CudaBackend {
         if max_pos + 1 - oldest > self.kvl.caps[p.layer] {
             return Err(CudaError::KvRange);
         }
-        self.positions.sync_dev(&self.gpu, positions, self.capturing)?;
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
         let splits = if rows == 1 { self.decode_splits } else { 1 };
         if rows * p.n_head * splits > self.parts {
             return Err(CudaError::TooLarge);
@@ -402,7 +423,11 @@ impl Backend for CudaBackend {
     fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CudaError> {
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
-        self.elementwise(&gpu.fns().softcap, &[Arg::P(xp), Arg::F(cap), Arg::F(scale)], x.len)
+        self.elementwise(
+            &gpu.fns().softcap,
+            &[Arg::P(xp), Arg::F(cap), Arg::F(scale)],
+            x.len,
+        )
     }
 
     fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {

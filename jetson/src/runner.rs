@@ -67,7 +67,11 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         let n_chunks = tokens.len().div_ceil(chunk);
         let mut got = 0;
         for (i, part) in tokens.chunks(chunk).enumerate() {
-            let want = if i + 1 == n_chunks { rows } else { LogitRows::None };
+            let want = if i + 1 == n_chunks {
+                rows
+            } else {
+                LogitRows::None
+            };
             let pos = pos0 + (i * chunk) as u32;
             got = self.model.forward(&mut self.backend, part, pos, want)?;
         }

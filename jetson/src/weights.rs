@@ -45,12 +45,26 @@ impl DeviceWeights {
         let mut all: Vec<Tensor<'_>> = vec![w.tok_embd, w.output_norm, w.output];
         for l in w.layers.iter() {
             all.extend([
-                l.attn_norm, l.wq, l.wk, l.wv, l.wo, l.ffn_norm, l.w_gate, l.w_up, l.w_down,
+                l.attn_norm,
+                l.wq,
+                l.wk,
+                l.wv,
+                l.wo,
+                l.ffn_norm,
+                l.w_gate,
+                l.w_up,
+                l.w_down,
             ]);
             all.extend(
-                [l.q_norm, l.k_norm, l.post_attn_norm, l.attn_gate, l.post_ffn_norm]
-                    .into_iter()
-                    .flatten(),
+                [
+                    l.q_norm,
+                    l.k_norm,
+                    l.post_attn_norm,
+                    l.attn_gate,
+                    l.post_ffn_norm,
+                ]
+                .into_iter()
+                .flatten(),
             );
         }
         self.add(gpu, &all)

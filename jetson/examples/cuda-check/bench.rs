@@ -36,28 +36,51 @@ pub fn bandwidth(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64, String> {
                 best[i] = best[i].max(bw);
             }
         }
-        println!("  HBM copy ({kind}, {:.1} GiB): {:.0} GB/s read+write", bytes as f64 / (1u64 << 30) as f64, best[i] / 1e9);
+        println!(
+            "  HBM copy ({kind}, {:.1} GiB): {:.0} GB/s read+write",
+            bytes as f64 / (1u64 << 30) as f64,
+            best[i] / 1e9
+        );
     }
     let bw = best[0].max(best[1]);
-    println!("SUMMARY|bandwidth|device-to-device copy|{:.0} GB/s", bw / 1e9);
+    println!(
+        "SUMMARY|bandwidth|device-to-device copy|{:.0} GB/s",
+        bw / 1e9
+    );
     Ok(bw)
 }
 
 /// Prefill of `prefill` tokens, then `steps` greedy decode steps without and with the graph.
-pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, steps: usize, bw: f64) -> Result<(), String> {
+pub fn run(
+    gpu: Arc<Gpu>,
+    path: &Path,
+    prefill: usize,
+    steps: usize,
+    bw: f64,
+) -> Result<(), String> {
     let file = ModelFile::open(path).map_err(|e| e.to_string())?;
     let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
     let spec = &loaded.spec;
-    let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let ctx = (prefill + steps + 1).next_power_of_two();
     let chunk = prefill.clamp(1, 512);
-    let limits = Limits { chunk, logit_rows: 1, ctx, threads: 1 };
+    let limits = Limits {
+        chunk,
+        logit_rows: 1,
+        ctx,
+        threads: 1,
+    };
     let layout = Layout::new(spec, limits).map_err(|e| format!("{e:?}"))?;
     let geo = KvGeometry::new(spec, ctx, chunk, KvType::F16).map_err(|e| e.to_string())?;
     let kvl = KvLayout::new(&geo, 1).map_err(|e| e.to_string())?;
     let t = Instant::now();
-    let mut be = CudaBackend::new(gpu.clone(), Capacity::for_model(spec, &layout), kvl).map_err(|e| e.to_string())?;
-    be.upload_model(&loaded.weights).map_err(|e| e.to_string())?;
+    let mut be = CudaBackend::new(gpu.clone(), Capacity::for_model(spec, &layout), kvl)
+        .map_err(|e| e.to_string())?;
+    be.upload_model(&loaded.weights)
+        .map_err(|e| e.to_string())?;
     println!(
         "bench {name}: uploaded {:.2} GB of weights in {:.1} s; device memory {:.2} GB",
         be.weights().bytes() as f64 / 1e9,
@@ -66,27 +89,37 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, steps: usize, bw: f64) ->
     );
     let mut m = CudaModel::new(spec, &loaded.weights, &layout, be);
     let mut rng = Rng::new(7);
-    let tokens: Vec<u32> = (0..prefill).map(|_| rng.below(spec.n_vocab) as u32).collect();
+    let tokens: Vec<u32> = (0..prefill)
+        .map(|_| rng.below(spec.n_vocab) as u32)
+        .collect();
 
     // Prefill: one warm-up, then the best of three.
     let mut best = f64::MAX;
     for r in 0..4 {
         let t = Instant::now();
-        m.forward(0, &tokens, 0, LogitRows::Last).map_err(|e| format!("{e:?}"))?;
+        m.forward(0, &tokens, 0, LogitRows::Last)
+            .map_err(|e| format!("{e:?}"))?;
         gpu.synchronize().map_err(|e| e.to_string())?;
         if r > 0 {
             best = best.min(t.elapsed().as_secs_f64());
         }
     }
     let pf = prefill as f64 / best;
-    println!("  prefill {prefill} tokens: {:.1} ms, {pf:.0} tok/s", best * 1e3);
-    println!("SUMMARY|bench|{name} prefill {prefill}|{pf:.0} tok/s|{:.1} ms", best * 1e3);
+    println!(
+        "  prefill {prefill} tokens: {:.1} ms, {pf:.0} tok/s",
+        best * 1e3
+    );
+    println!(
+        "SUMMARY|bench|{name} prefill {prefill}|{pf:.0} tok/s|{:.1} ms",
+        best * 1e3
+    );
 
     // Bytes one decode token reads: every matrix except the embedding table (one row of it),
     // plus the KV cache each layer attends over at the middle of the timed steps.
     let w = &loaded.weights;
     let emb_row = w.tok_embd.data.len() / w.tok_embd.rows.max(1);
-    let weight_bytes = m.backend().weights().bytes() as f64 - w.tok_embd.data.len() as f64 + emb_row as f64;
+    let weight_bytes =
+        m.backend().weights().bytes() as f64 - w.tok_embd.data.len() as f64 + emb_row as f64;
     let mid = prefill + steps / 2;
     let kv_row = (spec.k_dim() + spec.v_dim()) * 2;
     let kv_bytes: usize = (0..spec.n_layer)
@@ -107,7 +140,9 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, steps: usize, bw: f64) ->
     for (mode, graph) in [("eager", false), ("graph", true)] {
         let mut tok = tokens.last().copied().unwrap_or(0);
         // Warm-up step (captures the graph), not timed.
-        tok = m.decode_step(0, tok, prefill as u32, graph).map_err(|e| format!("{e:?}"))?;
+        tok = m
+            .decode_step(0, tok, prefill as u32, graph)
+            .map_err(|e| format!("{e:?}"))?;
         let t = Instant::now();
         for s in 1..steps {
             tok = m

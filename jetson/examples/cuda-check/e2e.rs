@@ -21,9 +21,20 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
     let spec = &loaded.spec;
     let chunk = n.clamp(1, 64);
     let ctx = (n + 1).next_power_of_two().max(64);
-    let limits = Limits { chunk, logit_rows: chunk, ctx, threads: 1 };
-    let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    println!("e2e {name}: {} layers, dim {}, vocab {}, {n} tokens", spec.n_layer, spec.n_embd, spec.n_vocab);
+    let limits = Limits {
+        chunk,
+        logit_rows: chunk,
+        ctx,
+        threads: 1,
+    };
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    println!(
+        "e2e {name}: {} layers, dim {}, vocab {}, {n} tokens",
+        spec.n_layer, spec.n_embd, spec.n_vocab
+    );
 
     let mut rng = Rng::new(seed);
     let tokens: Vec<u32> = (0..n).map(|_| rng.below(spec.n_vocab) as u32).collect();
@@ -44,8 +55,10 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
     let layout = Layout::new(spec, limits).map_err(|e| format!("{e:?}"))?;
     let geo = KvGeometry::new(spec, ctx, chunk, KvType::F16).map_err(|e| e.to_string())?;
     let kvl = KvLayout::new(&geo, 2).map_err(|e| e.to_string())?;
-    let mut be = CudaBackend::new(gpu, Capacity::for_model(spec, &layout), kvl).map_err(|e| e.to_string())?;
-    be.upload_model(&loaded.weights).map_err(|e| e.to_string())?;
+    let mut be = CudaBackend::new(gpu, Capacity::for_model(spec, &layout), kvl)
+        .map_err(|e| e.to_string())?;
+    be.upload_model(&loaded.weights)
+        .map_err(|e| e.to_string())?;
     let mut m = CudaModel::new(spec, &loaded.weights, &layout, be);
 
     let mut ok = true;
@@ -53,7 +66,9 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
     for (mode, slot, graph) in [("eager", 0usize, false), ("graph", 1, true)] {
         let (mut agree, mut worst) = (0usize, 0f32);
         for (i, &t) in tokens.iter().enumerate() {
-            let top = m.decode_step(slot, t, i as u32, graph).map_err(|e| format!("{e:?}"))?;
+            let top = m
+                .decode_step(slot, t, i as u32, graph)
+                .map_err(|e| format!("{e:?}"))?;
             m.read_logits(&mut logits).map_err(|e| e.to_string())?;
             let cl = &cpu_logits[i * nv..(i + 1) * nv];
             if top as usize == argmax(cl) {
@@ -65,7 +80,9 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
             }
             worst = worst.max(compare(cl, &logits).max_rel);
         }
-        println!("  decode {mode}: top-1 agreement {agree}/{n}, max |dlogit|/max|logit| {worst:.3e}");
+        println!(
+            "  decode {mode}: top-1 agreement {agree}/{n}, max |dlogit|/max|logit| {worst:.3e}"
+        );
         println!("SUMMARY|e2e|{name} decode {mode}|{agree}/{n}|{worst:.3e}");
         ok &= agree * 100 >= n * 90;
     }

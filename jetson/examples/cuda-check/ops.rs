@@ -90,10 +90,7 @@ impl Pair {
     }
 
     /// Runs `f` on the CPU backend then on the CUDA backend.
-    fn run(
-        &mut self,
-        f: impl Fn(&mut dyn DynBackend) -> Result<(), String>,
-    ) -> Result<(), String> {
+    fn run(&mut self, f: impl Fn(&mut dyn DynBackend) -> Result<(), String>) -> Result<(), String> {
         let slot = self.pool.slot(0).map_err(|e| e.to_string())?;
         let mut cpu = CpuBackend::new(
             &mut self.arena,
@@ -118,9 +115,21 @@ impl Pair {
 /// The Backend methods the checks call, object-safe with errors as strings.
 trait DynBackend {
     fn b_embed(&mut self, t: &Tensor<'_>, tok: &[u32], out: Buf) -> Result<(), String>;
-    fn b_rmsnorm(&mut self, x: Buf, w: Option<&Tensor<'_>>, dim: usize, out: Buf) -> Result<(), String>;
+    fn b_rmsnorm(
+        &mut self,
+        x: Buf,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String>;
     fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String>;
-    fn b_rope(&mut self, x: Buf, pos: &[u32], rope_dim: usize, style: RopeStyle) -> Result<(), String>;
+    fn b_rope(
+        &mut self,
+        x: Buf,
+        pos: &[u32],
+        rope_dim: usize,
+        style: RopeStyle,
+    ) -> Result<(), String>;
     fn b_kv_store(&mut self, layer: usize, k: Buf, v: Buf, pos: &[u32]) -> Result<(), String>;
     fn b_attention(&mut self, p: &AttnParams, q: Buf, pos: &[u32], out: Buf) -> Result<(), String>;
     fn b_gated(&mut self, g: Buf, u: Buf, a: Activation) -> Result<(), String>;
@@ -134,18 +143,32 @@ impl<T: Backend> DynBackend for T {
     fn b_embed(&mut self, t: &Tensor<'_>, tok: &[u32], out: Buf) -> Result<(), String> {
         self.embed(t, tok, out).map_err(|e| format!("{e:?}"))
     }
-    fn b_rmsnorm(&mut self, x: Buf, w: Option<&Tensor<'_>>, dim: usize, out: Buf) -> Result<(), String> {
-        self.rmsnorm(x, w, dim, 1e-5, out).map_err(|e| format!("{e:?}"))
+    fn b_rmsnorm(
+        &mut self,
+        x: Buf,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String> {
+        self.rmsnorm(x, w, dim, 1e-5, out)
+            .map_err(|e| format!("{e:?}"))
     }
     fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String> {
         self.matmul(w, x, rows, out).map_err(|e| format!("{e:?}"))
     }
-    fn b_rope(&mut self, x: Buf, pos: &[u32], rope_dim: usize, style: RopeStyle) -> Result<(), String> {
+    fn b_rope(
+        &mut self,
+        x: Buf,
+        pos: &[u32],
+        rope_dim: usize,
+        style: RopeStyle,
+    ) -> Result<(), String> {
         self.rope(x, N_HEAD, HEAD, rope_dim, pos, 10000.0, style)
             .map_err(|e| format!("{e:?}"))
     }
     fn b_kv_store(&mut self, layer: usize, k: Buf, v: Buf, pos: &[u32]) -> Result<(), String> {
-        self.kv_store(layer, k, v, pos).map_err(|e| format!("{e:?}"))
+        self.kv_store(layer, k, v, pos)
+            .map_err(|e| format!("{e:?}"))
     }
     fn b_attention(&mut self, p: &AttnParams, q: Buf, pos: &[u32], out: Buf) -> Result<(), String> {
         self.attention(p, q, pos, out).map_err(|e| format!("{e:?}"))
@@ -157,7 +180,8 @@ impl<T: Backend> DynBackend for T {
         self.sigmoid_mul(x, g).map_err(|e| format!("{e:?}"))
     }
     fn b_softcap(&mut self, x: Buf) -> Result<(), String> {
-        self.softcap(x, 20.0, 0.196_116_14).map_err(|e| format!("{e:?}"))
+        self.softcap(x, 20.0, 0.196_116_14)
+            .map_err(|e| format!("{e:?}"))
     }
     fn b_add(&mut self, x: Buf, y: Buf) -> Result<(), String> {
         self.add(x, y).map_err(|e| format!("{e:?}"))
@@ -168,7 +192,13 @@ impl<T: Backend> DynBackend for T {
 }
 
 /// Quantized bytes of a `(rows, cols)` random matrix.
-fn matrix(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize, std: f32) -> Result<Vec<u8>, String> {
+fn matrix(
+    rng: &mut Rng,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    std: f32,
+) -> Result<Vec<u8>, String> {
     let w = rng.vec(rows * cols, std);
     let rb = ty.row_bytes(cols).ok_or("row bytes")?;
     let mut out = vec![0u8; rb * rows];
@@ -210,7 +240,13 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     let (n_out, cols) = (100, 512);
     for (i, &ty) in TYPES.iter().enumerate() {
         let data = matrix(&mut rng, ty, n_out, cols, 0.1)?;
-        let t = Tensor { ty, rows: n_out, cols, data: &data, id: 1000 + i as u32 };
+        let t = Tensor {
+            ty,
+            rows: n_out,
+            cols,
+            data: &data,
+            id: 1000 + i as u32,
+        };
         p.cu.upload(&[t]).map_err(|e| e.to_string())?;
         for rows in [1usize, 11] {
             let x = buf(A, rows * cols);
@@ -219,14 +255,24 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             p.put(x, &xv)?;
             p.poison(out)?;
             p.run(|b| b.b_matmul(&t, x, rows, out))?;
-            ok &= p.check(&format!("matmul_{}_rows{rows}", ty.name()), out, matmul_tol(ty))?;
+            ok &= p.check(
+                &format!("matmul_{}_rows{rows}", ty.name()),
+                out,
+                matmul_tol(ty),
+            )?;
         }
     }
 
     // Embedding rows of every type.
     for (i, &ty) in TYPES.iter().enumerate() {
         let data = matrix(&mut rng, ty, 40, cols, 0.5)?;
-        let t = Tensor { ty, rows: 40, cols, data: &data, id: 2000 + i as u32 };
+        let t = Tensor {
+            ty,
+            rows: 40,
+            cols,
+            data: &data,
+            id: 2000 + i as u32,
+        };
         p.cu.upload(&[t]).map_err(|e| e.to_string())?;
         let tokens = [3u32, 17, 39, 0, 25];
         let out = buf(A, tokens.len() * cols);
@@ -256,7 +302,10 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
 
     // RoPE, both styles, full and partial rotary width, positions up to 4095.
     let pos = [0u32, 1, 77, 1000, 4095];
-    for (style, sname) in [(RopeStyle::Interleaved, "interleaved"), (RopeStyle::HalfSplit, "halfsplit")] {
+    for (style, sname) in [
+        (RopeStyle::Interleaved, "interleaved"),
+        (RopeStyle::HalfSplit, "halfsplit"),
+    ] {
         for rope_dim in [HEAD, HEAD / 2] {
             let x = buf(A, pos.len() * N_HEAD * HEAD);
             let xv = rng.vec(x.len, 1.0);
@@ -268,7 +317,10 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
 
     // Element-wise ops.
     let n = 3001;
-    for (act, name, tol) in [(Activation::Silu, "gated_silu", 1e-5), (Activation::GeluTanh, "gated_gelu_tanh", 2e-3)] {
+    for (act, name, tol) in [
+        (Activation::Silu, "gated_silu", 1e-5),
+        (Activation::GeluTanh, "gated_gelu_tanh", 2e-3),
+    ] {
         let (g, u) = (buf(A, n), buf(B, n));
         p.put(g, &rng.vec(n, 3.0))?;
         p.put(u, &rng.vec(n, 1.0))?;
@@ -298,8 +350,16 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     let g = p.cu.argmax(buf(A, n)).map_err(|e| e.to_string())? as usize;
     let c = argmax(&v);
     let pass = g == c;
-    println!("{:<34} cpu {c} gpu {g}  {}", "argmax_f32", if pass { "PASS" } else { "FAIL" });
-    println!("SUMMARY|kernel|argmax_f32|{}|exact|{}", if pass { 0 } else { 1 }, if pass { "PASS" } else { "FAIL" });
+    println!(
+        "{:<34} cpu {c} gpu {g}  {}",
+        "argmax_f32",
+        if pass { "PASS" } else { "FAIL" }
+    );
+    println!(
+        "SUMMARY|kernel|argmax_f32|{}|exact|{}",
+        if pass { 0 } else { 1 },
+        if pass { "PASS" } else { "FAIL" }
+    );
     ok &= pass;
     Ok(ok)
 }
@@ -315,9 +375,12 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         for start in (0..n_pos).step_by(step) {
             let pos: Vec<u32> = (start as u32..(start + step) as u32).collect();
             let (k, v) = (buf(A, step * kd), buf(B, step * kd));
-            p.cu.write(k, &rng.vec(k.len, 1.0)).map_err(|e| e.to_string())?;
-            p.cu.write(v, &rng.vec(v.len, 1.0)).map_err(|e| e.to_string())?;
-            p.cu.kv_store(layer, k, v, &pos).map_err(|e| e.to_string())?;
+            p.cu.write(k, &rng.vec(k.len, 1.0))
+                .map_err(|e| e.to_string())?;
+            p.cu.write(v, &rng.vec(v.len, 1.0))
+                .map_err(|e| e.to_string())?;
+            p.cu.kv_store(layer, k, v, &pos)
+                .map_err(|e| e.to_string())?;
         }
     }
     p.cu.select_slot(1).map_err(|e| e.to_string())?;
@@ -336,7 +399,12 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         ("attn_decode_global_pos5", 0, None, vec![5]),
         ("attn_decode_sliding_pos199", 1, Some(WINDOW), vec![199]),
         ("attn_prefill_global_16rows", 0, None, (184..200).collect()),
-        ("attn_prefill_sliding_16rows", 1, Some(WINDOW), (184..200).collect()),
+        (
+            "attn_prefill_sliding_16rows",
+            1,
+            Some(WINDOW),
+            (184..200).collect(),
+        ),
     ];
     for (name, layer, window, pos) in cases {
         let prm = AttnParams {
