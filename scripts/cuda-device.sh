@@ -9,13 +9,19 @@
 #   CUDA_CHECK=path/to/cuda-check   the binary (default target-dev/cuda-check)
 #   FULL=0                          skip the full-size (30B-shape, ~17 GB) synthetic model
 #   E2E_FULL_TOKENS=8               tokens of the full model's CPU-vs-GPU comparison
-#   MODELS_DIR=/tmp/glimmer-models  where the synthetic models are written
+#   MODELS_DIR=/tmp/glimmer-models  where the synthetic models are written (never under $OUT)
+#   PHASE=all|tiny|full             tiny: nvcc check, kernel checks, tiny models (e2e, bench);
+#                                   full: generate (once) and run the full-size model. A device
+#                                   call is capped at 10 minutes: split the phases if needed.
+#   STEP_TIMEOUT=420                seconds any one step may take
 set -u
 BIN=${CUDA_CHECK:-target-dev/cuda-check}
 OUT=${OUT:-$PWD/cuda-out}
 MODELS=${MODELS_DIR:-/tmp/glimmer-models}
 FULL=${FULL:-1}
 E2E_FULL_TOKENS=${E2E_FULL_TOKENS:-8}
+PHASE=${PHASE:-all}
+STEP_TIMEOUT=${STEP_TIMEOUT:-420}
 mkdir -p "$OUT" "$MODELS"
 export GLIMMER_CUDA_CACHE="$MODELS/kernel-cache"
 
@@ -32,7 +38,7 @@ step() { # name, command...
   local name=$1; shift
   log "$name: $*"
   local t0=$(date +%s)
-  "$@" > "$OUT/$name.log" 2>&1
+  timeout "$STEP_TIMEOUT" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
   echo "   rc=$rc ($(( $(date +%s) - t0 )) s)" | tee -a "$OUT/run.log"
   tail -n 40 "$OUT/$name.log"
@@ -40,10 +46,11 @@ step() { # name, command...
   return 0
 }
 
-: > "$OUT/steps.txt"
+touch "$OUT/steps.txt"
 log "machine"; { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; nproc; free -g; df -h /tmp; } > "$OUT/machine.txt" 2>&1; cat "$OUT/machine.txt"
 chmod +x "$BIN" 2>/dev/null
 
+if [ "$PHASE" = all ] || [ "$PHASE" = tiny ]; then
 # NVRTC-independent syntax check of the kernels with the machine's nvcc (diagnostics only).
 if command -v nvcc >/dev/null; then
   cat kernels/common.cu kernels/quantize.cu kernels/gemv.cu kernels/embed.cu kernels/norm.cu \
@@ -61,7 +68,8 @@ for m in tiny-q8_0 tiny-q4_k_m tiny-q5_k tiny-q4_0; do
   step "e2e-$m" "$BIN" e2e --model "$MODELS/$m.gguf" --tokens 64
 done
 step bench-tiny "$BIN" bench --model "$MODELS/tiny-q4_k_m.gguf" --prefill 128 --steps 64 --bw-gib 2
-if [ "$FULL" = 1 ]; then
+fi
+if [ "$FULL" = 1 ] && { [ "$PHASE" = all ] || [ "$PHASE" = full ]; }; then
   if [ ! -s "$MODELS/full-q4_k_m.gguf" ]; then
     step synth-full "$BIN" synth --out "$MODELS/full-q4_k_m.gguf" --full
   fi
