@@ -1,6 +1,58 @@
 //! # glimmer-jetson
 //!
-//! The CUDA backend for Jetson and NVIDIA GPUs will live here (NVRTC-compiled kernels from
-//! `kernels/`, one device arena, CUDA-graph decode). It has no code yet: the CUDA issue builds it.
-//! The crate exists so the workspace layout in DESIGN.md is whole and every target checks.
-#![no_std]
+//! The CUDA backend for Jetson and NVIDIA GPUs.
+//!
+//! How the pieces fit:
+//! - [`Gpu`] opens a device, creates the stream every op runs on, and compiles the CUDA C
+//!   sources under `kernels/` with NVRTC for the device's compute capability (the PTX is
+//!   cached on disk, keyed by a hash of the sources and the architecture: [`compile`]).
+//! - [`CudaBackend`] implements [`glimmer_core::exec::Backend`]: one device arena of `f32`
+//!   laid out by [`glimmer_core::exec::Layout`], scratch for quantized activations and
+//!   split-K attention, an f16 KV cache of several slots laid out by [`KvLayout`] (from
+//!   [`glimmer_core::kv::KvGeometry`]), and the weights ([`DeviceWeights`]), uploaded once.
+//! - [`CudaModel`] runs [`glimmer_core::exec::Model::forward`] on it and captures the decode
+//!   step into a CUDA graph; token, position and KV slot are read from device memory, so the
+//!   graph replays for every step and session.
+//!
+//! Matmuls read GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) as stored, against
+//! activations quantized on the device to blocks of 32 `i8` with an `f32` scale, with `dp4a`
+//! dot products; F32, F16 and BF16 weights take a float path.
+//!
+//! Everything returns [`CudaError`]; without a driver, [`Gpu::open`] returns
+//! [`CudaError::NoDriver`]. On macOS (no CUDA) the crate holds only the error type.
+
+#[cfg(not(target_os = "macos"))]
+mod backend;
+#[cfg(not(target_os = "macos"))]
+pub mod compile;
+mod error;
+#[cfg(not(target_os = "macos"))]
+mod fns;
+#[cfg(not(target_os = "macos"))]
+mod gpu;
+#[cfg(not(target_os = "macos"))]
+mod kv;
+#[cfg(not(target_os = "macos"))]
+mod ops;
+#[cfg(not(target_os = "macos"))]
+mod runner;
+#[cfg(not(target_os = "macos"))]
+mod weights;
+
+#[cfg(not(target_os = "macos"))]
+pub use backend::{Capacity, CudaBackend, MAX_HEAD_DIM};
+pub use error::CudaError;
+#[cfg(not(target_os = "macos"))]
+pub use fns::GEMV_TYPES;
+#[cfg(not(target_os = "macos"))]
+pub use gpu::{DevMem, Gpu};
+#[cfg(not(target_os = "macos"))]
+pub use kv::KvLayout;
+#[cfg(not(target_os = "macos"))]
+pub use runner::{CudaForwardError, CudaModel};
+#[cfg(not(target_os = "macos"))]
+pub use weights::{DeviceTensor, DeviceWeights};
+
+/// Whether this build can drive a CUDA device at all (false on macOS, where every entry point
+/// is absent and only [`CudaError`] remains).
+pub const CUDA_BUILD: bool = cfg!(not(target_os = "macos"));

@@ -1,0 +1,110 @@
+//! End to end: the CUDA backend against the CPU engine on one GGUF, top-1 at every position.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use glimmer_boards::engine::{Engine, Loaded};
+use glimmer_boards::model_file::ModelFile;
+use glimmer_core::exec::{Layout, Limits, LogitRows};
+use glimmer_core::kv::KvGeometry;
+use glimmer_core::plan::KvType;
+use glimmer_jetson::{Capacity, CudaBackend, CudaModel, Gpu, KvLayout};
+
+use crate::util::{argmax, compare, Rng};
+
+/// Loads `path` on both backends and feeds `n` pseudo-random tokens: token by token on the
+/// CPU, then on the device eagerly (slot 0), with the CUDA graph (slot 1), and as one prefill
+/// call with logits for every row (slot 0 again). Prints agreement and logit differences.
+pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, String> {
+    let file = ModelFile::open(path).map_err(|e| e.to_string())?;
+    let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
+    let spec = &loaded.spec;
+    let chunk = n.clamp(1, 64);
+    let ctx = (n + 1).next_power_of_two().max(64);
+    let limits = Limits {
+        chunk,
+        logit_rows: chunk,
+        ctx,
+        threads: 1,
+    };
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    println!(
+        "e2e {name}: {} layers, dim {}, vocab {}, {n} tokens",
+        spec.n_layer, spec.n_embd, spec.n_vocab
+    );
+
+    let mut rng = Rng::new(seed);
+    let tokens: Vec<u32> = (0..n).map(|_| rng.below(spec.n_vocab) as u32).collect();
+
+    // CPU reference, token by token.
+    let t0 = std::time::Instant::now();
+    let mut engine = Engine::new(&loaded, limits).map_err(|e| e.to_string())?;
+    let nv = spec.n_vocab;
+    let mut cpu_logits = vec![0f32; n * nv];
+    for (i, &t) in tokens.iter().enumerate() {
+        engine
+            .forward(&[t], LogitRows::Last, &mut cpu_logits[i * nv..(i + 1) * nv])
+            .map_err(|e| e.to_string())?;
+    }
+    println!("  cpu reference: {:.1} s", t0.elapsed().as_secs_f64());
+    drop(engine);
+
+    let layout = Layout::new(spec, limits).map_err(|e| format!("{e:?}"))?;
+    let geo = KvGeometry::new(spec, ctx, chunk, KvType::F16).map_err(|e| e.to_string())?;
+    let kvl = KvLayout::new(&geo, 2).map_err(|e| e.to_string())?;
+    let mut be = CudaBackend::new(gpu, Capacity::for_model(spec, &layout), kvl)
+        .map_err(|e| e.to_string())?;
+    be.upload_model(&loaded.weights)
+        .map_err(|e| e.to_string())?;
+    let mut m = CudaModel::new(spec, &loaded.weights, &layout, be);
+
+    let mut ok = true;
+    let mut logits = vec![0f32; nv];
+    for (mode, slot, graph) in [("eager", 0usize, false), ("graph", 1, true)] {
+        let (mut agree, mut worst) = (0usize, 0f32);
+        for (i, &t) in tokens.iter().enumerate() {
+            let top = m
+                .decode_step(slot, t, i as u32, graph)
+                .map_err(|e| format!("{e:?}"))?;
+            m.read_logits(&mut logits).map_err(|e| e.to_string())?;
+            let cl = &cpu_logits[i * nv..(i + 1) * nv];
+            if top as usize == argmax(cl) {
+                agree += 1;
+            }
+            if argmax(&logits) != top as usize {
+                println!("  {mode}: device argmax {top} differs from host argmax of the same logits at {i}");
+                ok = false;
+            }
+            worst = worst.max(compare(cl, &logits).max_rel);
+        }
+        println!(
+            "  decode {mode}: top-1 agreement {agree}/{n}, max |dlogit|/max|logit| {worst:.3e}"
+        );
+        println!("SUMMARY|e2e|{name} decode {mode}|{agree}/{n}|{worst:.3e}");
+        ok &= agree * 100 >= n * 90;
+    }
+
+    // Prefill with every row's logits (one chunk).
+    let rows = n.min(chunk);
+    let got = m
+        .forward(0, &tokens[..rows], 0, LogitRows::All)
+        .map_err(|e| format!("{e:?}"))?;
+    let mut all = vec![0f32; got * nv];
+    m.read_logits(&mut all).map_err(|e| e.to_string())?;
+    let (mut agree, mut worst) = (0usize, 0f32);
+    for i in 0..got {
+        let cl = &cpu_logits[i * nv..(i + 1) * nv];
+        let gl = &all[i * nv..(i + 1) * nv];
+        if argmax(cl) == argmax(gl) {
+            agree += 1;
+        }
+        worst = worst.max(compare(cl, gl).max_rel);
+    }
+    println!("  prefill ({got} rows): top-1 agreement {agree}/{got}, max |dlogit|/max|logit| {worst:.3e}");
+    println!("SUMMARY|e2e|{name} prefill|{agree}/{got}|{worst:.3e}");
+    ok &= agree * 100 >= got * 90;
+    Ok(ok)
+}

@@ -1,0 +1,429 @@
+//! Every CUDA kernel against the CPU reference backend on fresh random inputs.
+//!
+//! Both backends get the same inputs in the same arena regions; outputs are poisoned with NaN
+//! first, so a kernel that skips part of its output fails.
+
+use std::sync::Arc;
+
+use glimmer_boards::cpu_features;
+use glimmer_core::cpu::CpuBackend;
+use glimmer_core::exec::{AttnParams, Backend, Buf};
+use glimmer_core::kv::{self, KvGeometry, PagePool};
+use glimmer_core::model::{Activation, RopeStyle, Tensor, MAX_LAYERS};
+use glimmer_core::plan::KvType;
+use glimmer_core::quant::{quantize_weights, GgmlType, Kernels};
+use glimmer_jetson::{Capacity, CudaBackend, Gpu, KvLayout};
+
+use crate::util::{argmax, compare, report, Rng};
+
+const REGION: usize = 1 << 17;
+const ARENA: usize = 5 * REGION;
+const A: usize = 0;
+const B: usize = REGION;
+const C: usize = 2 * REGION;
+const D: usize = 3 * REGION;
+const S: usize = 4 * REGION;
+
+const N_HEAD: usize = 8;
+const N_HEAD_KV: usize = 2;
+const HEAD: usize = 64;
+const CTX: usize = 256;
+const WINDOW: u32 = 16;
+
+fn buf(off: usize, len: usize) -> Buf {
+    Buf { off, len }
+}
+
+/// The two backends side by side.
+struct Pair {
+    arena: Vec<f32>,
+    scratch: Vec<u8>,
+    pool: PagePool<Vec<u16>, Vec<u32>>,
+    kernels: Kernels,
+    cu: CudaBackend,
+}
+
+impl Pair {
+    fn new(gpu: Arc<Gpu>) -> Result<Self, String> {
+        let mut caps = [0usize; MAX_LAYERS];
+        caps[0] = CTX; // global
+        caps[1] = WINDOW as usize + 32; // sliding ring
+        let geo = KvGeometry {
+            n_layer: 2,
+            ctx: CTX,
+            caps,
+            k_dim: N_HEAD_KV * HEAD,
+            v_dim: N_HEAD_KV * HEAD,
+            ty: KvType::F16,
+        };
+        let pages = geo.pages_per_slot().map_err(|e| e.to_string())?;
+        let data = vec![0u16; kv::data_len(&geo, pages).map_err(|e| e.to_string())?];
+        let meta = vec![0u32; kv::meta_len(&geo, 1, pages).map_err(|e| e.to_string())?];
+        let pool = PagePool::new(geo, 1, pages, data, meta).map_err(|e| e.to_string())?;
+        let cap = Capacity {
+            arena_len: ARENA,
+            chunk: 64,
+            max_cols: 1024,
+            n_head: N_HEAD,
+            head_dim_v: HEAD,
+        };
+        let kvl = KvLayout::new(&geo, 2).map_err(|e| e.to_string())?;
+        let cu = CudaBackend::new(gpu, cap, kvl).map_err(|e| e.to_string())?;
+        Ok(Pair {
+            arena: vec![0.0; ARENA],
+            scratch: vec![0; 64 * 1024 * 4],
+            pool,
+            kernels: Kernels::select(cpu_features::detect()),
+            cu,
+        })
+    }
+
+    /// Writes `v` at `b` in both arenas.
+    fn put(&mut self, b: Buf, v: &[f32]) -> Result<(), String> {
+        self.arena[b.off..b.off + b.len].copy_from_slice(v);
+        self.cu.write(b, v).map_err(|e| e.to_string())
+    }
+
+    /// Fills `b` with NaN in both arenas.
+    fn poison(&mut self, b: Buf) -> Result<(), String> {
+        self.put(b, &vec![f32::NAN; b.len])
+    }
+
+    /// Runs `f` on the CPU backend then on the CUDA backend.
+    fn run(&mut self, f: impl Fn(&mut dyn DynBackend) -> Result<(), String>) -> Result<(), String> {
+        let slot = self.pool.slot(0).map_err(|e| e.to_string())?;
+        let mut cpu = CpuBackend::new(
+            &mut self.arena,
+            &mut self.scratch,
+            buf(S, CTX),
+            slot,
+            self.kernels,
+        );
+        f(&mut cpu)?;
+        f(&mut self.cu)
+    }
+
+    /// Compares region `b` of both arenas.
+    fn check(&mut self, name: &str, b: Buf, tol: f32) -> Result<bool, String> {
+        let mut g = vec![0f32; b.len];
+        self.cu.read(b, &mut g).map_err(|e| e.to_string())?;
+        let c = compare(&self.arena[b.off..b.off + b.len], &g);
+        Ok(report(name, &c, tol))
+    }
+}
+
+/// The Backend methods the checks call, object-safe with errors as strings.
+trait DynBackend {
+    fn b_embed(&mut self, t: &Tensor<'_>, tok: &[u32], out: Buf) -> Result<(), String>;
+    fn b_rmsnorm(
+        &mut self,
+        x: Buf,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String>;
+    fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String>;
+    fn b_rope(
+        &mut self,
+        x: Buf,
+        pos: &[u32],
+        rope_dim: usize,
+        style: RopeStyle,
+    ) -> Result<(), String>;
+    fn b_kv_store(&mut self, layer: usize, k: Buf, v: Buf, pos: &[u32]) -> Result<(), String>;
+    fn b_attention(&mut self, p: &AttnParams, q: Buf, pos: &[u32], out: Buf) -> Result<(), String>;
+    fn b_gated(&mut self, g: Buf, u: Buf, a: Activation) -> Result<(), String>;
+    fn b_sigmoid_mul(&mut self, x: Buf, g: Buf) -> Result<(), String>;
+    fn b_softcap(&mut self, x: Buf) -> Result<(), String>;
+    fn b_add(&mut self, x: Buf, y: Buf) -> Result<(), String>;
+    fn b_scale(&mut self, x: Buf) -> Result<(), String>;
+}
+
+impl<T: Backend> DynBackend for T {
+    fn b_embed(&mut self, t: &Tensor<'_>, tok: &[u32], out: Buf) -> Result<(), String> {
+        self.embed(t, tok, out).map_err(|e| format!("{e:?}"))
+    }
+    fn b_rmsnorm(
+        &mut self,
+        x: Buf,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String> {
+        self.rmsnorm(x, w, dim, 1e-5, out)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String> {
+        self.matmul(w, x, rows, out).map_err(|e| format!("{e:?}"))
+    }
+    fn b_rope(
+        &mut self,
+        x: Buf,
+        pos: &[u32],
+        rope_dim: usize,
+        style: RopeStyle,
+    ) -> Result<(), String> {
+        self.rope(x, N_HEAD, HEAD, rope_dim, pos, 10000.0, style)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_kv_store(&mut self, layer: usize, k: Buf, v: Buf, pos: &[u32]) -> Result<(), String> {
+        self.kv_store(layer, k, v, pos)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_attention(&mut self, p: &AttnParams, q: Buf, pos: &[u32], out: Buf) -> Result<(), String> {
+        self.attention(p, q, pos, out).map_err(|e| format!("{e:?}"))
+    }
+    fn b_gated(&mut self, g: Buf, u: Buf, a: Activation) -> Result<(), String> {
+        self.gated_act(g, u, a).map_err(|e| format!("{e:?}"))
+    }
+    fn b_sigmoid_mul(&mut self, x: Buf, g: Buf) -> Result<(), String> {
+        self.sigmoid_mul(x, g).map_err(|e| format!("{e:?}"))
+    }
+    fn b_softcap(&mut self, x: Buf) -> Result<(), String> {
+        self.softcap(x, 20.0, 0.196_116_14)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_add(&mut self, x: Buf, y: Buf) -> Result<(), String> {
+        self.add(x, y).map_err(|e| format!("{e:?}"))
+    }
+    fn b_scale(&mut self, x: Buf) -> Result<(), String> {
+        self.scale(x, 0.37).map_err(|e| format!("{e:?}"))
+    }
+}
+
+/// Quantized bytes of a `(rows, cols)` random matrix.
+fn matrix(
+    rng: &mut Rng,
+    ty: GgmlType,
+    rows: usize,
+    cols: usize,
+    std: f32,
+) -> Result<Vec<u8>, String> {
+    let w = rng.vec(rows * cols, std);
+    let rb = ty.row_bytes(cols).ok_or("row bytes")?;
+    let mut out = vec![0u8; rb * rows];
+    quantize_weights(ty, &w, &mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+const TYPES: [GgmlType; 10] = [
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q8_0,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::F32,
+];
+
+/// Tolerance of a matmul against the CPU (relative to the largest CPU output). The CPU
+/// quantizes activations to Q8_0 (f16 scale), Q8_1 or Q8_K (blocks of 256) and F16 weights
+/// dot f16 activations; the device uses blocks of 32 with f32 scales, or f32 activations.
+fn matmul_tol(ty: GgmlType) -> f32 {
+    match ty {
+        GgmlType::F32 => 1e-5,
+        GgmlType::F16 => 5e-3,
+        GgmlType::BF16 => 1e-2,
+        _ => 3e-2,
+    }
+}
+
+/// Runs every check; returns whether all passed.
+pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
+    let mut p = Pair::new(gpu)?;
+    let mut rng = Rng::new(seed);
+    let mut ok = true;
+
+    // Matmul: every type, 1 row (decode) and 11 rows (8-row path plus 3 single rows).
+    let (n_out, cols) = (100, 512);
+    for (i, &ty) in TYPES.iter().enumerate() {
+        let data = matrix(&mut rng, ty, n_out, cols, 0.1)?;
+        let t = Tensor {
+            ty,
+            rows: n_out,
+            cols,
+            data: &data,
+            id: 1000 + i as u32,
+        };
+        p.cu.upload(&[t]).map_err(|e| e.to_string())?;
+        for rows in [1usize, 11] {
+            let x = buf(A, rows * cols);
+            let out = buf(B, rows * n_out);
+            let xv = rng.vec(x.len, 1.0);
+            p.put(x, &xv)?;
+            p.poison(out)?;
+            p.run(|b| b.b_matmul(&t, x, rows, out))?;
+            ok &= p.check(
+                &format!("matmul_{}_rows{rows}", ty.name()),
+                out,
+                matmul_tol(ty),
+            )?;
+        }
+    }
+
+    // Embedding rows of every type.
+    for (i, &ty) in TYPES.iter().enumerate() {
+        let data = matrix(&mut rng, ty, 40, cols, 0.5)?;
+        let t = Tensor {
+            ty,
+            rows: 40,
+            cols,
+            data: &data,
+            id: 2000 + i as u32,
+        };
+        p.cu.upload(&[t]).map_err(|e| e.to_string())?;
+        let tokens = [3u32, 17, 39, 0, 25];
+        let out = buf(A, tokens.len() * cols);
+        p.poison(out)?;
+        p.run(|b| b.b_embed(&t, &tokens, out))?;
+        ok &= p.check(&format!("embed_{}", ty.name()), out, 1e-6)?;
+    }
+
+    // RMSNorm with a gain (out of place) and without (in place).
+    let gain: Vec<f32> = (0..cols).map(|_| 1.0 + rng.normal(0.1)).collect();
+    let gt = Tensor {
+        ty: GgmlType::F32,
+        rows: 1,
+        cols,
+        data: bytemuck::cast_slice(&gain),
+        id: 3000,
+    };
+    p.cu.upload(&[gt]).map_err(|e| e.to_string())?;
+    let x = buf(A, 7 * cols);
+    let xv = rng.vec(x.len, 3.0);
+    p.put(x, &xv)?;
+    p.poison(buf(B, x.len))?;
+    p.run(|b| b.b_rmsnorm(x, Some(&gt), cols, buf(B, x.len)))?;
+    ok &= p.check("rmsnorm_f32_gain", buf(B, x.len), 1e-5)?;
+    p.run(|b| b.b_rmsnorm(x, None, cols, x))?;
+    ok &= p.check("rmsnorm_f32_inplace", x, 1e-5)?;
+
+    // RoPE, both styles, full and partial rotary width, positions up to 4095.
+    let pos = [0u32, 1, 77, 1000, 4095];
+    for (style, sname) in [
+        (RopeStyle::Interleaved, "interleaved"),
+        (RopeStyle::HalfSplit, "halfsplit"),
+    ] {
+        for rope_dim in [HEAD, HEAD / 2] {
+            let x = buf(A, pos.len() * N_HEAD * HEAD);
+            let xv = rng.vec(x.len, 1.0);
+            p.put(x, &xv)?;
+            p.run(|b| b.b_rope(x, &pos, rope_dim, style))?;
+            ok &= p.check(&format!("rope_{sname}_dim{rope_dim}"), x, 1e-4)?;
+        }
+    }
+
+    // Element-wise ops.
+    let n = 3001;
+    for (act, name, tol) in [
+        (Activation::Silu, "gated_silu", 1e-5),
+        (Activation::GeluTanh, "gated_gelu_tanh", 2e-3),
+    ] {
+        let (g, u) = (buf(A, n), buf(B, n));
+        p.put(g, &rng.vec(n, 3.0))?;
+        p.put(u, &rng.vec(n, 1.0))?;
+        p.run(|b| b.b_gated(g, u, act))?;
+        ok &= p.check(name, g, tol)?;
+    }
+    let (x, y) = (buf(A, n), buf(B, n));
+    p.put(x, &rng.vec(n, 2.0))?;
+    p.put(y, &rng.vec(n, 3.0))?;
+    p.run(|b| b.b_sigmoid_mul(x, y))?;
+    ok &= p.check("sigmoid_mul_f32", x, 1e-5)?;
+    p.put(x, &rng.vec(n, 60.0))?;
+    p.run(|b| b.b_softcap(x))?;
+    ok &= p.check("softcap_f32", x, 1e-5)?;
+    p.put(x, &rng.vec(n, 1.0))?;
+    p.run(|b| b.b_add(x, y))?;
+    ok &= p.check("add_f32", x, 1e-6)?;
+    p.run(|b| b.b_scale(x))?;
+    ok &= p.check("scale_f32", x, 1e-6)?;
+
+    ok &= attention(&mut p, &mut rng)?;
+
+    // Argmax on the device.
+    let n = 5000;
+    let v = rng.vec(n, 1.0);
+    p.put(buf(A, n), &v)?;
+    let g = p.cu.argmax(buf(A, n)).map_err(|e| e.to_string())? as usize;
+    let c = argmax(&v);
+    let pass = g == c;
+    println!(
+        "{:<34} cpu {c} gpu {g}  {}",
+        "argmax_f32",
+        if pass { "PASS" } else { "FAIL" }
+    );
+    println!(
+        "SUMMARY|kernel|argmax_f32|{}|exact|{}",
+        if pass { 0 } else { 1 },
+        if pass { "PASS" } else { "FAIL" }
+    );
+    ok &= pass;
+    Ok(ok)
+}
+
+/// KV store and attention over a global and a sliding (ring) layer, decode (split-K) and
+/// prefill, with the device reading KV slot 1 after slot 0 was filled with other data.
+fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
+    let kd = N_HEAD_KV * HEAD;
+    let n_pos = 200usize;
+    let step = 40usize;
+    // Decoy data in device slot 0, so reading the wrong slot shows.
+    for layer in 0..2 {
+        for start in (0..n_pos).step_by(step) {
+            let pos: Vec<u32> = (start as u32..(start + step) as u32).collect();
+            let (k, v) = (buf(A, step * kd), buf(B, step * kd));
+            p.cu.write(k, &rng.vec(k.len, 1.0))
+                .map_err(|e| e.to_string())?;
+            p.cu.write(v, &rng.vec(v.len, 1.0))
+                .map_err(|e| e.to_string())?;
+            p.cu.kv_store(layer, k, v, &pos)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    p.cu.select_slot(1).map_err(|e| e.to_string())?;
+    for layer in 0..2 {
+        for start in (0..n_pos).step_by(step) {
+            let pos: Vec<u32> = (start as u32..(start + step) as u32).collect();
+            let (k, v) = (buf(A, step * kd), buf(B, step * kd));
+            p.put(k, &rng.vec(k.len, 1.0))?;
+            p.put(v, &rng.vec(v.len, 1.0))?;
+            p.run(|b| b.b_kv_store(layer, k, v, &pos))?;
+        }
+    }
+    let mut ok = true;
+    let cases: [(&str, usize, Option<u32>, Vec<u32>); 5] = [
+        ("attn_decode_global_pos199", 0, None, vec![199]),
+        ("attn_decode_global_pos5", 0, None, vec![5]),
+        ("attn_decode_sliding_pos199", 1, Some(WINDOW), vec![199]),
+        ("attn_prefill_global_16rows", 0, None, (184..200).collect()),
+        (
+            "attn_prefill_sliding_16rows",
+            1,
+            Some(WINDOW),
+            (184..200).collect(),
+        ),
+    ];
+    for (name, layer, window, pos) in cases {
+        let prm = AttnParams {
+            layer,
+            n_head: N_HEAD,
+            n_head_kv: N_HEAD_KV,
+            head_dim: HEAD,
+            head_dim_v: HEAD,
+            scale: 0.125,
+            window,
+        };
+        let q = buf(C, pos.len() * N_HEAD * HEAD);
+        let out = buf(D, pos.len() * N_HEAD * HEAD);
+        p.put(q, &rng.vec(q.len, 1.0))?;
+        p.poison(out)?;
+        p.run(|b| b.b_attention(&prm, q, &pos, out))?;
+        // The CPU rounds the softmax weights to f16; the device keeps them in f32.
+        ok &= p.check(name, out, 5e-3)?;
+    }
+    Ok(ok)
+}

@@ -1,0 +1,272 @@
+//! [`CudaBackend`]: the device arena, scratch, KV cache and weights, and the inputs the
+//! kernels read from device memory (tokens, positions, the active KV slot).
+//!
+//! Every input a decode step depends on lives in device memory, so one captured CUDA graph
+//! replays for any token, position and session: the host only rewrites those few words before
+//! a replay. The ops themselves are in `ops.rs`.
+
+use std::sync::Arc;
+
+use glimmer_core::exec::{Buf, Layout, MAX_CHUNK};
+use glimmer_core::model::{ModelSpec, Tensor, Weights};
+
+use crate::fns::raw;
+use crate::gpu::{Arg, DevMem, Gpu};
+use crate::kv::KvLayout;
+use crate::weights::{DeviceTensor, DeviceWeights};
+use crate::CudaError;
+
+/// Widest head the attention kernels take (`MAX_HEAD` in `attention.cu`).
+pub const MAX_HEAD_DIM: usize = 256;
+/// Fewest keys per split of the split-K attention.
+pub(crate) const MIN_KEYS_PER_SPLIT: usize = 32;
+
+/// What a [`CudaBackend`] is sized for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    /// `f32`s of the activation arena.
+    pub arena_len: usize,
+    /// Most rows (tokens) per op.
+    pub chunk: usize,
+    /// Widest matmul input row.
+    pub max_cols: usize,
+    /// Most query heads.
+    pub n_head: usize,
+    /// Widest value head.
+    pub head_dim_v: usize,
+}
+
+impl Capacity {
+    /// What a model with `spec` needs under `layout`.
+    pub fn for_model(spec: &ModelSpec, layout: &Layout) -> Self {
+        let max_cols = spec
+            .n_embd
+            .max(spec.n_ff)
+            .max(spec.n_head * spec.head_dim_v)
+            .max(spec.q_dim());
+        Capacity {
+            arena_len: layout.arena_len,
+            chunk: layout.limits.chunk,
+            max_cols,
+            n_head: spec.n_head,
+            head_dim_v: spec.head_dim_v,
+        }
+    }
+}
+
+/// A host copy of a small device input, so unchanged inputs are not uploaded again (and an
+/// input that changes during a graph capture is caught).
+pub(crate) struct Mirror {
+    pub dev: DevMem,
+    pub host: Vec<u32>,
+}
+
+impl Mirror {
+    fn new(gpu: &Gpu, n: usize) -> Result<Self, CudaError> {
+        Ok(Mirror {
+            dev: gpu.alloc(n * 4)?,
+            host: Vec::with_capacity(n),
+        })
+    }
+
+    /// Makes the device copy equal `src`.
+    pub(crate) fn sync_dev(
+        &mut self,
+        gpu: &Gpu,
+        src: &[u32],
+        capturing: bool,
+    ) -> Result<(), CudaError> {
+        if self.host.as_slice() == src {
+            return Ok(());
+        }
+        if capturing {
+            return Err(CudaError::Graph);
+        }
+        if src.len() > self.host.capacity() {
+            return Err(CudaError::TooLarge);
+        }
+        gpu.upload(self.dev.ptr(), src)?;
+        self.host.clear();
+        self.host.extend_from_slice(src);
+        Ok(())
+    }
+}
+
+/// The CUDA backend: one device arena (`f32`), scratch, an f16 KV cache of several slots, and
+/// the weights.
+///
+/// Build it with [`CudaBackend::new`], upload weights with [`CudaBackend::upload_model`] (or
+/// [`CudaBackend::upload`]), pick a session with [`CudaBackend::select_slot`], then run
+/// [`glimmer_core::exec::Model::forward`] on it. Ops are queued on the device's stream;
+/// [`glimmer_core::exec::Backend::read`] waits for them.
+pub struct CudaBackend {
+    pub(crate) gpu: Arc<Gpu>,
+    pub(crate) cap: Capacity,
+    pub(crate) arena: DevMem,
+    /// Quantized activations: `(chunk, max_cols)` `i8`.
+    pub(crate) aq: DevMem,
+    /// Their scales: `(chunk, max_cols / 32)` `(d, d·Σq)`.
+    pub(crate) ads: DevMem,
+    /// Attention partial outputs: `(parts, head_dim_v)` `f32`.
+    pub(crate) part: DevMem,
+    /// Attention partial max and sum: `(parts)` `float2`.
+    pub(crate) ml: DevMem,
+    pub(crate) parts: usize,
+    pub(crate) decode_splits: usize,
+    pub(crate) tokens: Mirror,
+    pub(crate) positions: Mirror,
+    pub(crate) slot: Mirror,
+    pub(crate) argmax_out: DevMem,
+    pub(crate) kv: DevMem,
+    pub(crate) kvl: KvLayout,
+    pub(crate) weights: DeviceWeights,
+    pub(crate) capturing: bool,
+}
+
+impl CudaBackend {
+    /// Allocates everything for `cap` and a KV cache laid out as `kv` (zeroed), on `gpu`.
+    /// Slot 0 is active.
+    pub fn new(gpu: Arc<Gpu>, cap: Capacity, kv: KvLayout) -> Result<Self, CudaError> {
+        let ovf = CudaError::Overflow;
+        if cap.chunk == 0 || cap.chunk > MAX_CHUNK || cap.head_dim_v > MAX_HEAD_DIM {
+            return Err(CudaError::TooLarge);
+        }
+        let cols = cap.max_cols.div_ceil(32) * 32;
+        let aq_bytes = cap.chunk.checked_mul(cols).ok_or(ovf)?;
+        let ads_bytes = aq_bytes / 32 * 8;
+        // Enough splits to give every multiprocessor two blocks at batch 1.
+        let want = (2 * gpu.sm_count() as usize).div_ceil(cap.n_head.max(1));
+        let decode_splits = want.clamp(1, 64);
+        let parts = (cap.chunk.checked_mul(cap.n_head).ok_or(ovf)?).max(cap.n_head * decode_splits);
+        let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
+        let arena_bytes = cap.arena_len.checked_mul(4).ok_or(ovf)?;
+        let mut slot = Mirror::new(&gpu, 1)?;
+        slot.sync_dev(&gpu, &[0], false)?;
+        Ok(CudaBackend {
+            arena: gpu.alloc(arena_bytes)?,
+            aq: gpu.alloc(aq_bytes)?,
+            ads: gpu.alloc(ads_bytes)?,
+            part: gpu.alloc(part_bytes)?,
+            ml: gpu.alloc(parts * 8)?,
+            parts,
+            decode_splits,
+            tokens: Mirror::new(&gpu, cap.chunk)?,
+            positions: Mirror::new(&gpu, cap.chunk)?,
+            slot,
+            argmax_out: gpu.alloc(4)?,
+            kv: gpu.alloc(kv.bytes())?,
+            kvl: kv,
+            weights: DeviceWeights::new(),
+            capturing: false,
+            cap,
+            gpu,
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// What the backend was sized for.
+    pub fn capacity(&self) -> Capacity {
+        self.cap
+    }
+
+    /// The KV cache layout.
+    pub fn kv_layout(&self) -> &KvLayout {
+        &self.kvl
+    }
+
+    /// The uploaded weights.
+    pub fn weights(&self) -> &DeviceWeights {
+        &self.weights
+    }
+
+    /// Bytes of device memory the backend holds (weights, KV, arena, scratch).
+    pub fn device_bytes(&self) -> u64 {
+        [
+            &self.arena,
+            &self.aq,
+            &self.ads,
+            &self.part,
+            &self.ml,
+            &self.kv,
+        ]
+        .iter()
+        .map(|m| m.bytes() as u64)
+        .sum::<u64>()
+            + self.weights.bytes()
+    }
+
+    /// Uploads every weight of a model.
+    pub fn upload_model(&mut self, w: &Weights<'_>) -> Result<(), CudaError> {
+        self.weights.add_model(&self.gpu, w)
+    }
+
+    /// Uploads extra tensors (tests, adapters).
+    pub fn upload(&mut self, tensors: &[Tensor<'_>]) -> Result<(), CudaError> {
+        self.weights.add(&self.gpu, tensors)
+    }
+
+    /// Makes `slot` the session whose KV cache the following ops (and graph replays) use.
+    pub fn select_slot(&mut self, slot: usize) -> Result<(), CudaError> {
+        if slot >= self.kvl.slots {
+            return Err(CudaError::KvRange);
+        }
+        self.slot
+            .sync_dev(&self.gpu, &[slot as u32], self.capturing)
+    }
+
+    /// Loads the tokens and positions of the next forward call into device memory (a graph
+    /// replay reads them from there).
+    pub fn set_inputs(&mut self, tokens: &[u32], positions: &[u32]) -> Result<(), CudaError> {
+        self.tokens.sync_dev(&self.gpu, tokens, self.capturing)?;
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)
+    }
+
+    /// Writes host values into an arena region (tests and host-computed inputs).
+    pub fn write(&mut self, dst: Buf, src: &[f32]) -> Result<(), CudaError> {
+        if src.len() != dst.len {
+            return Err(CudaError::BadRegion);
+        }
+        let p = self.at(dst)?;
+        self.gpu.upload(p, src)
+    }
+
+    /// Index of the largest value in `x` (lowest index on ties), computed on the device.
+    pub fn argmax(&mut self, x: Buf) -> Result<u32, CudaError> {
+        let p = self.at(x)?;
+        let f = raw(&self.gpu.fns().argmax);
+        self.gpu.launch(
+            f,
+            (1, 1, 1),
+            1024,
+            &[Arg::P(p), Arg::int(x.len)?, Arg::P(self.argmax_out.ptr())],
+        )?;
+        let mut out = [0u32];
+        self.gpu.download(&mut out, self.argmax_out.ptr())?;
+        Ok(out[0])
+    }
+
+    /// Device address of an arena region, checked to lie inside the arena.
+    pub(crate) fn at(&self, b: Buf) -> Result<u64, CudaError> {
+        let end = b.off.checked_add(b.len).ok_or(CudaError::BadRegion)?;
+        if end > self.cap.arena_len {
+            return Err(CudaError::BadRegion);
+        }
+        Ok(self.arena.ptr() + (b.off as u64) * 4)
+    }
+
+    /// The device copy of a weight.
+    pub(crate) fn weight(&self, t: &Tensor<'_>) -> Result<DeviceTensor, CudaError> {
+        self.weights.get(t)
+    }
+
+    /// Launch shape for an element-wise kernel over `n` values.
+    pub(crate) fn elementwise_grid(&self, n: usize) -> (u32, u32, u32) {
+        let blocks = n.div_ceil(256).clamp(1, 8 * self.gpu.sm_count() as usize);
+        (blocks as u32, 1, 1)
+    }
+}

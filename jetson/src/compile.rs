@@ -1,0 +1,161 @@
+//! The kernel sources, compiled by NVRTC for the device's architecture and cached on disk.
+//!
+//! The `.cu` files under `kernels/` are concatenated into one program (common helpers first).
+//! The PTX is cached under [`cache_dir`] in a file named by a hash of the sources, the NVRTC
+//! options and the architecture, so a second start skips NVRTC.
+
+use std::path::PathBuf;
+
+use cudarc::nvrtc::{self, CompileOptions, Ptx};
+
+use crate::CudaError;
+
+/// Kernel sources in the order they are compiled.
+pub const SOURCES: [(&str, &str); 10] = [
+    ("common.cu", include_str!("../../kernels/common.cu")),
+    ("quantize.cu", include_str!("../../kernels/quantize.cu")),
+    ("gemv.cu", include_str!("../../kernels/gemv.cu")),
+    ("embed.cu", include_str!("../../kernels/embed.cu")),
+    ("norm.cu", include_str!("../../kernels/norm.cu")),
+    ("rope.cu", include_str!("../../kernels/rope.cu")),
+    (
+        "elementwise.cu",
+        include_str!("../../kernels/elementwise.cu"),
+    ),
+    ("argmax.cu", include_str!("../../kernels/argmax.cu")),
+    ("attention.cu", include_str!("../../kernels/attention.cu")),
+    ("memory.cu", include_str!("../../kernels/memory.cu")),
+];
+
+/// The whole program: every source, in order, each preceded by a `#line` marker so NVRTC
+/// errors name the file.
+pub fn program() -> String {
+    let mut s = String::new();
+    for (name, src) in SOURCES {
+        s.push_str(&format!("#line 1 \"{name}\"\n"));
+        s.push_str(src);
+        s.push('\n');
+    }
+    s
+}
+
+/// FNV-1a, 64 bits: a stable hash for cache keys (not for security).
+pub fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Where compiled kernels are cached: `$GLIMMER_CUDA_CACHE`, else
+/// `$XDG_CACHE_HOME/glimmer/cuda`, else `~/.cache/glimmer/cuda`, else the temp directory.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("GLIMMER_CUDA_CACHE") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("glimmer/cuda");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache/glimmer/cuda");
+    }
+    std::env::temp_dir().join("glimmer-cuda")
+}
+
+/// NVRTC options for compute capability `major.minor`.
+fn options(major: i32, minor: i32) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture=compute_{major}{minor}"),
+        "--std=c++17".to_owned(),
+    ]
+}
+
+/// PTX for compute capability `major.minor`, from the cache or compiled now (and cached).
+/// On a compile error the NVRTC log is written to `last-compile-error.log` in the cache
+/// directory.
+pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, CudaError> {
+    let src = program();
+    let opts = options(major, minor);
+    let key = fnv1a(&[src.as_bytes(), opts.join(" ").as_bytes()]);
+    let dir = cache_dir();
+    let path = dir.join(format!("glimmer-{key:016x}-sm{major}{minor}.ptx"));
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        return Ok(Ptx::from_src(text));
+    }
+    // SAFETY: only probes whether the shared library can be opened; nothing is called.
+    if !unsafe { nvrtc::sys::is_culib_present() } {
+        return Err(CudaError::NoNvrtc);
+    }
+    let co = CompileOptions {
+        options: opts,
+        name: Some("glimmer.cu".to_owned()),
+        ..Default::default()
+    };
+    match nvrtc::compile_ptx_with_opts(&src, co) {
+        Ok(ptx) => {
+            // The cache is an optimization: a read-only or full disk only costs a recompile.
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::write(&path, ptx.to_src());
+            Ok(ptx)
+        }
+        Err(e) => {
+            let _ = std::fs::create_dir_all(&dir);
+            let log = match &e {
+                nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
+                other => format!("{other:?}"),
+            };
+            let _ = std::fs::write(dir.join("last-compile-error.log"), log);
+            Err(CudaError::Compile)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_holds_every_kernel_and_hash_is_stable() {
+        let p = program();
+        for name in [
+            "quantize_q8_1",
+            "GEMV_Q(gemv_q6_k",
+            "attn_split",
+            "attn_combine",
+            "argmax_f32",
+        ] {
+            assert!(p.contains(name), "{name} missing");
+        }
+        assert_eq!(fnv1a(&[b"a"]), fnv1a(&[b"a"]));
+        assert_ne!(fnv1a(&[b"ab"]), fnv1a(&[b"a", b"b"]));
+    }
+
+    /// NVRTC needs no GPU: where libnvrtc is found, the sources must compile for sm_90.
+    #[test]
+    fn kernels_compile_with_nvrtc_when_present() {
+        // SAFETY: only probes whether the shared library can be opened.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            eprintln!("SKIP: libnvrtc not found (set LD_LIBRARY_PATH to a CUDA 13 lib dir)");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("glimmer-nvrtc-test-{}", std::process::id()));
+        std::env::set_var("GLIMMER_CUDA_CACHE", &dir);
+        let r = ptx_for(9, 0);
+        let log = std::fs::read_to_string(dir.join("last-compile-error.log")).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        let ptx = r.unwrap_or_else(|e| panic!("{e}: {log}"));
+        let text = ptx.to_src();
+        for name in ["gemv_q4_k_r8", "attn_split", "kv_store_f16", "embed_rows"] {
+            assert!(
+                text.contains(&format!(".entry {name}")),
+                "{name} missing from PTX"
+            );
+        }
+    }
+}

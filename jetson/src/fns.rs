@@ -1,0 +1,92 @@
+//! [`Fns`]: handles of every kernel in the compiled module.
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaFunction, CudaModule};
+use glimmer_core::quant::GgmlType;
+
+use crate::CudaError;
+
+/// Quantized weight types with a GEMV kernel, in the order of [`Fns::gemv`].
+pub const GEMV_TYPES: [GgmlType; 7] = [
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q8_0,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+];
+
+const GEMV_NAMES: [&str; 7] = [
+    "gemv_q4_0",
+    "gemv_q4_1",
+    "gemv_q5_0",
+    "gemv_q8_0",
+    "gemv_q4_k",
+    "gemv_q5_k",
+    "gemv_q6_k",
+];
+
+/// Every kernel, by op.
+pub(crate) struct Fns {
+    pub quantize_q8_1: CudaFunction,
+    /// `(one row, eight rows)` per entry of [`GEMV_TYPES`].
+    pub gemv: [(CudaFunction, CudaFunction); 7],
+    pub gemv_float: CudaFunction,
+    pub embed_rows: CudaFunction,
+    pub rmsnorm: CudaFunction,
+    pub rope: CudaFunction,
+    pub add: CudaFunction,
+    pub scale: CudaFunction,
+    pub softcap: CudaFunction,
+    pub sigmoid_mul: CudaFunction,
+    pub gated_silu: CudaFunction,
+    pub gated_gelu_tanh: CudaFunction,
+    pub argmax: CudaFunction,
+    pub kv_store: CudaFunction,
+    pub attn_split: CudaFunction,
+    pub attn_combine: CudaFunction,
+    pub copy_u128: CudaFunction,
+}
+
+impl Fns {
+    pub(crate) fn load(m: &Arc<CudaModule>) -> Result<Self, CudaError> {
+        let f = |name: &str| m.load_function(name).map_err(CudaError::from);
+        let mut gemv = Vec::with_capacity(GEMV_NAMES.len());
+        for name in GEMV_NAMES {
+            gemv.push((f(&format!("{name}_r1"))?, f(&format!("{name}_r8"))?));
+        }
+        let gemv: [(CudaFunction, CudaFunction); 7] =
+            gemv.try_into().map_err(|_| CudaError::Compile)?;
+        Ok(Fns {
+            quantize_q8_1: f("quantize_q8_1")?,
+            gemv,
+            gemv_float: f("gemv_float")?,
+            embed_rows: f("embed_rows")?,
+            rmsnorm: f("rmsnorm_f32")?,
+            rope: f("rope_f32")?,
+            add: f("add_f32")?,
+            scale: f("scale_f32")?,
+            softcap: f("softcap_f32")?,
+            sigmoid_mul: f("sigmoid_mul_f32")?,
+            gated_silu: f("gated_silu_f32")?,
+            gated_gelu_tanh: f("gated_gelu_tanh_f32")?,
+            argmax: f("argmax_f32")?,
+            kv_store: f("kv_store_f16")?,
+            attn_split: f("attn_split")?,
+            attn_combine: f("attn_combine")?,
+            copy_u128: f("copy_u128")?,
+        })
+    }
+}
+
+/// Index of `ty` in [`GEMV_TYPES`].
+pub(crate) fn gemv_index(ty: GgmlType) -> Option<usize> {
+    GEMV_TYPES.iter().position(|&t| t == ty)
+}
+
+/// The raw handle of a kernel.
+pub(crate) fn raw(f: &CudaFunction) -> sys::CUfunction {
+    f.cu_function()
+}

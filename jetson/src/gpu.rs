@@ -1,0 +1,275 @@
+//! [`Gpu`]: one CUDA device with its context, stream and compiled kernels; [`DevMem`]: a
+//! device allocation; [`Arg`]: a kernel argument.
+//!
+//! Memory and launches go through cudarc's thin `result` layer with raw device pointers, so no
+//! launch allocates and no event is recorded behind the backend's back (which would break
+//! graph capture).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
+
+use crate::compile;
+use crate::fns::Fns;
+use crate::CudaError;
+
+impl From<DriverError> for CudaError {
+    fn from(e: DriverError) -> Self {
+        CudaError::Driver(e.0 as u32)
+    }
+}
+
+/// One CUDA device: context, the stream every op runs on, and the kernels.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    fns: Fns,
+    sm_count: u32,
+    cc: (i32, i32),
+}
+
+impl Gpu {
+    /// Opens device `ordinal`, creates a stream, and compiles (or loads from the cache) the
+    /// kernels for its compute capability.
+    ///
+    /// Returns [`CudaError::NoDriver`] when libcuda cannot be loaded or there is no device,
+    /// and [`CudaError::NoNvrtc`] when the kernels must be compiled and libnvrtc is missing.
+    pub fn open(ordinal: usize) -> Result<Arc<Self>, CudaError> {
+        // SAFETY: only probes whether the shared library can be opened; nothing is called.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(CudaError::NoDriver);
+        }
+        result::init().map_err(|_| CudaError::NoDriver)?;
+        let count = result::device::get_count().map_err(|_| CudaError::NoDriver)?;
+        if count <= 0 || ordinal >= count as usize {
+            return Err(CudaError::NoDriver);
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        let stream = ctx.new_stream()?;
+        let cc = ctx.compute_capability()?;
+        let sm_count =
+            ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let ptx = compile::ptx_for(cc.0, cc.1)?;
+        let module = ctx.load_module(ptx)?;
+        let fns = Fns::load(&module)?;
+        Ok(Arc::new(Gpu {
+            ctx,
+            stream,
+            fns,
+            sm_count: sm_count.max(1) as u32,
+            cc,
+        }))
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> String {
+        self.ctx.name().unwrap_or_else(|_| "unknown".to_owned())
+    }
+
+    /// Compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.cc
+    }
+
+    /// Streaming multiprocessors.
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+
+    /// Total device memory in bytes.
+    pub fn total_mem(&self) -> usize {
+        self.ctx.total_mem().unwrap_or(0)
+    }
+
+    /// The stream every op is issued on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub(crate) fn fns(&self) -> &Fns {
+        &self.fns
+    }
+
+    /// Waits for every op issued so far.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
+    /// Allocates `bytes` (at least 1) of device memory, zeroed.
+    pub fn alloc(&self, bytes: usize) -> Result<DevMem, CudaError> {
+        self.ctx.bind_to_thread()?;
+        let bytes = bytes.max(1);
+        // SAFETY: the context is bound to this thread; the pointer is owned by the returned
+        // DevMem, which frees it exactly once.
+        let ptr = unsafe { result::malloc_sync(bytes) }?;
+        let mem = DevMem {
+            ctx: self.ctx.clone(),
+            ptr,
+            bytes,
+        };
+        // SAFETY: `ptr` points to `bytes` bytes just allocated.
+        unsafe { result::memset_d8_sync(ptr, 0, bytes) }?;
+        Ok(mem)
+    }
+
+    /// Copies `src` to device address `dst` (ordered on the stream; `src` may be reused as
+    /// soon as this returns, since pageable copies are staged before the call returns).
+    ///
+    /// The caller checked that `dst .. dst + size_of_val(src)` lies in one allocation.
+    pub(crate) fn upload<T: Copy>(&self, dst: u64, src: &[T]) -> Result<(), CudaError> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `dst` has room for `src` (checked by the caller against the allocation);
+        // pageable host memory is staged before cuMemcpyHtoDAsync returns.
+        unsafe { result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }?;
+        Ok(())
+    }
+
+    /// Copies device address `src` into `dst`, waiting for the stream first and for the copy.
+    pub(crate) fn download<T: Copy>(&self, dst: &mut [T], src: u64) -> Result<(), CudaError> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.stream.synchronize()?;
+        // SAFETY: the caller checked that `src` holds `size_of_val(dst)` bytes; the stream is
+        // idle, and the synchronous copy finishes before `dst` is used again.
+        unsafe { result::memcpy_dtoh_sync(dst, src) }?;
+        Ok(())
+    }
+
+    /// Device-to-device copy of `bytes` on the stream.
+    pub fn copy_d2d(&self, dst: &DevMem, src: &DevMem, bytes: usize) -> Result<(), CudaError> {
+        if bytes > dst.bytes || bytes > src.bytes {
+            return Err(CudaError::TooLarge);
+        }
+        // SAFETY: both allocations hold at least `bytes` bytes (checked above).
+        unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, bytes, self.stream.cu_stream()) }?;
+        Ok(())
+    }
+
+    /// Copies `bytes` (a multiple of 16) from `src` to `dst` with the `copy_u128` kernel: the
+    /// bandwidth probe (it reads and writes `bytes` each).
+    pub fn copy_kernel(&self, dst: &DevMem, src: &DevMem, bytes: usize) -> Result<(), CudaError> {
+        if bytes > dst.bytes || bytes > src.bytes || !bytes.is_multiple_of(16) {
+            return Err(CudaError::TooLarge);
+        }
+        let f = crate::fns::raw(&self.fns.copy_u128);
+        let grid = (self.sm_count * 8, 1, 1);
+        let n = (bytes / 16) as u64;
+        self.launch(f, grid, 512, &[Arg::P(src.ptr), Arg::P(dst.ptr), Arg::U(n)])
+    }
+
+    /// Launches `f` on the stream with `args` (at most 24).
+    pub(crate) fn launch(
+        &self,
+        f: sys::CUfunction,
+        grid: (u32, u32, u32),
+        block: u32,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
+        const MAX: usize = 24;
+        if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+            return Err(CudaError::TooLarge);
+        }
+        let mut store = [0u64; MAX];
+        for (s, a) in store.iter_mut().zip(args) {
+            *s = a.bits();
+        }
+        let mut ptrs = [core::ptr::null_mut::<c_void>(); MAX];
+        for (p, s) in ptrs.iter_mut().zip(store.iter_mut()) {
+            *p = s as *mut u64 as *mut c_void;
+        }
+        // SAFETY: every kernel parameter is a pointer, i32, u64, i64 or f32 read from the start
+        // of an 8-byte little-endian slot (the low bytes hold the 4-byte values); `args` matches
+        // the kernel's parameter list (each call site mirrors its kernel's signature); the
+        // slots outlive the call, which copies them.
+        unsafe {
+            result::launch_kernel(
+                f,
+                grid,
+                (block, 1, 1),
+                0,
+                self.stream.cu_stream(),
+                &mut ptrs[..args.len()],
+            )
+        }?;
+        Ok(())
+    }
+
+    /// Starts capturing the stream's work into a graph.
+    pub(crate) fn begin_capture(&self) -> Result<(), CudaError> {
+        self.stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)?;
+        Ok(())
+    }
+
+    /// Ends a capture and instantiates the graph.
+    pub(crate) fn end_capture(&self) -> Result<cudarc::driver::CudaGraph, CudaError> {
+        let g = self
+            .stream
+            .end_capture(sys::CUgraphInstantiate_flags_enum(0))?;
+        g.ok_or(CudaError::Graph)
+    }
+}
+
+/// A kernel argument, passed by value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Arg {
+    /// A device pointer.
+    P(u64),
+    /// An `int`.
+    I(i32),
+    /// An `unsigned long long` / `long long`.
+    U(u64),
+    /// A `float`.
+    F(f32),
+}
+
+impl Arg {
+    fn bits(self) -> u64 {
+        match self {
+            Arg::P(p) | Arg::U(p) => p,
+            Arg::I(i) => u64::from(i as u32),
+            Arg::F(f) => u64::from(f.to_bits()),
+        }
+    }
+
+    /// An `int` argument from a size, or [`CudaError::TooLarge`].
+    pub(crate) fn int(v: usize) -> Result<Arg, CudaError> {
+        i32::try_from(v)
+            .map(Arg::I)
+            .map_err(|_| CudaError::TooLarge)
+    }
+}
+
+/// Device memory, freed on drop.
+pub struct DevMem {
+    ctx: Arc<CudaContext>,
+    ptr: u64,
+    bytes: usize,
+}
+
+impl DevMem {
+    /// Device address of the first byte.
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for DevMem {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from malloc_sync and is freed only here; a failure at
+            // teardown leaves nothing to recover.
+            let _ = unsafe { result::free_sync(self.ptr) };
+        }
+    }
+}

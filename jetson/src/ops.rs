@@ -1,0 +1,455 @@
+//! [`Backend`] for [`CudaBackend`]: argument checks on the host, then kernel launches on the
+//! device's stream.
+
+use glimmer_core::exec::{AttnParams, Backend, Buf};
+use glimmer_core::model::{Activation, RopeStyle, Tensor};
+use glimmer_core::quant::GgmlType;
+
+use crate::backend::{CudaBackend, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
+use crate::fns::{gemv_index, raw};
+use crate::gpu::Arg;
+use crate::CudaError;
+
+/// Warps (output rows) per GEMV block.
+const GEMV_WARPS: usize = 4;
+
+fn disjoint(a: Buf, b: Buf) -> bool {
+    a.off + a.len <= b.off || b.off + b.len <= a.off
+}
+
+impl CudaBackend {
+    /// Launches an element-wise kernel whose arguments are `(x, [y,] ..., n)`.
+    fn elementwise(
+        &mut self,
+        f: &cudarc::driver::CudaFunction,
+        args: &[Arg],
+        n: usize,
+    ) -> Result<(), CudaError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let mut all = [Arg::I(0); 6];
+        all[..args.len()].copy_from_slice(args);
+        all[args.len()] = Arg::U(n as u64);
+        let grid = self.elementwise_grid(n);
+        self.gpu.launch(raw(f), grid, 256, &all[..=args.len()])
+    }
+
+    fn quantized_matmul(
+        &mut self,
+        wi: usize,
+        w: crate::weights::DeviceTensor,
+        x: u64,
+        rows: usize,
+        out: u64,
+    ) -> Result<(), CudaError> {
+        let cols = w.cols;
+        if !cols.is_multiple_of(32) || cols > self.cap.max_cols.div_ceil(32) * 32 {
+            return Err(CudaError::UnsupportedType(w.ty));
+        }
+        let fns = self.gpu.fns();
+        let n_blocks = rows * cols / 32;
+        self.gpu.launch(
+            raw(&fns.quantize_q8_1),
+            (n_blocks.div_ceil(8) as u32, 1, 1),
+            256,
+            &[
+                Arg::P(x),
+                Arg::P(self.aq.ptr()),
+                Arg::P(self.ads.ptr()),
+                Arg::int(n_blocks)?,
+            ],
+        )?;
+        let gx = w.rows.div_ceil(GEMV_WARPS) as u32;
+        let (f1, f8) = &fns.gemv[wi];
+        let full = rows / 8;
+        let common = |aq: u64, ads: u64, out: u64| -> Result<[Arg; 7], CudaError> {
+            Ok([
+                Arg::P(w.ptr),
+                Arg::U(w.row_bytes as u64),
+                Arg::int(w.rows)?,
+                Arg::int(cols)?,
+                Arg::P(aq),
+                Arg::P(ads),
+                Arg::P(out),
+            ])
+        };
+        if full > 0 {
+            let a = common(self.aq.ptr(), self.ads.ptr(), out)?;
+            self.gpu
+                .launch(raw(f8), (gx, full as u32, 1), (GEMV_WARPS * 32) as u32, &a)?;
+        }
+        let rest = rows - full * 8;
+        if rest > 0 {
+            let r0 = (full * 8) as u64;
+            let a = common(
+                self.aq.ptr() + r0 * cols as u64,
+                self.ads.ptr() + r0 * (cols as u64 / 32) * 8,
+                out + r0 * w.rows as u64 * 4,
+            )?;
+            self.gpu
+                .launch(raw(f1), (gx, rest as u32, 1), (GEMV_WARPS * 32) as u32, &a)?;
+        }
+        Ok(())
+    }
+
+    /// The KV-cache arguments of layer `layer`: `(kv, slot, slot_stride, k_off, v_off, cap)`.
+    fn kv_args(&self, layer: usize) -> Result<[Arg; 6], CudaError> {
+        let l = &self.kvl;
+        if layer >= l.caps.len() {
+            return Err(CudaError::KvRange);
+        }
+        Ok([
+            Arg::P(self.kv.ptr()),
+            Arg::P(self.slot.dev.ptr()),
+            Arg::U(l.slot_stride as u64),
+            Arg::U(l.k_off[layer] as u64),
+            Arg::U(l.v_off[layer] as u64),
+            Arg::int(l.caps[layer])?,
+        ])
+    }
+}
+
+impl Backend for CudaBackend {
+    type Error = CudaError;
+
+    fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), CudaError> {
+        let t = self.weight(table)?;
+        if out.len != tokens.len() * t.cols || tokens.is_empty() {
+            return Err(CudaError::BadRegion);
+        }
+        if tokens.iter().any(|&tok| tok as usize >= t.rows) {
+            return Err(CudaError::BadRegion);
+        }
+        self.tokens.sync_dev(&self.gpu, tokens, self.capturing)?;
+        let o = self.at(out)?;
+        let f = raw(&self.gpu.fns().embed_rows);
+        self.gpu.launch(
+            f,
+            (tokens.len() as u32, 1, 1),
+            256,
+            &[
+                Arg::P(t.ptr),
+                Arg::I(t.ty as i32),
+                Arg::U(t.row_bytes as u64),
+                Arg::int(t.cols)?,
+                Arg::P(self.tokens.dev.ptr()),
+                Arg::P(o),
+            ],
+        )
+    }
+
+    fn rmsnorm(
+        &mut self,
+        x: Buf,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        let w = match weight {
+            Some(t) => {
+                let d = self.weight(t)?;
+                if d.ty != GgmlType::F32 || d.rows * d.cols != dim {
+                    return Err(CudaError::UnknownWeight(t.id));
+                }
+                d.ptr
+            }
+            None => 0,
+        };
+        if dim == 0
+            || !x.len.is_multiple_of(dim)
+            || out.len != x.len
+            || (x != out && !disjoint(x, out))
+        {
+            return Err(CudaError::BadRegion);
+        }
+        let (xp, op) = (self.at(x)?, self.at(out)?);
+        let rows = x.len / dim;
+        if rows == 0 {
+            return Ok(());
+        }
+        let f = raw(&self.gpu.fns().rmsnorm);
+        self.gpu.launch(
+            f,
+            (rows as u32, 1, 1),
+            256,
+            &[
+                Arg::P(xp),
+                Arg::P(w),
+                Arg::P(op),
+                Arg::int(dim)?,
+                Arg::F(eps),
+            ],
+        )
+    }
+
+    fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
+        let d = self.weight(w)?;
+        if x.len != rows * d.cols || out.len != rows * d.rows || !disjoint(x, out) {
+            return Err(CudaError::BadRegion);
+        }
+        if rows > self.cap.chunk {
+            return Err(CudaError::TooLarge);
+        }
+        if rows == 0 {
+            return Ok(());
+        }
+        let (xp, op) = (self.at(x)?, self.at(out)?);
+        match gemv_index(d.ty) {
+            Some(i) => self.quantized_matmul(i, d, xp, rows, op),
+            None if matches!(d.ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) => {
+                let f = raw(&self.gpu.fns().gemv_float);
+                self.gpu.launch(
+                    f,
+                    (d.rows.div_ceil(GEMV_WARPS) as u32, rows as u32, 1),
+                    (GEMV_WARPS * 32) as u32,
+                    &[
+                        Arg::P(d.ptr),
+                        Arg::I(d.ty as i32),
+                        Arg::U(d.row_bytes as u64),
+                        Arg::int(d.rows)?,
+                        Arg::int(d.cols)?,
+                        Arg::P(xp),
+                        Arg::P(op),
+                    ],
+                )
+            }
+            None => Err(CudaError::UnsupportedType(d.ty)),
+        }
+    }
+
+    fn rope(
+        &mut self,
+        x: Buf,
+        n_heads: usize,
+        head_dim: usize,
+        rope_dim: usize,
+        positions: &[u32],
+        base: f32,
+        style: RopeStyle,
+    ) -> Result<(), CudaError> {
+        if x.len != positions.len() * n_heads * head_dim || rope_dim > head_dim {
+            return Err(CudaError::BadRegion);
+        }
+        if positions.is_empty() || rope_dim < 2 {
+            return Ok(());
+        }
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
+        let xp = self.at(x)?;
+        // The same f32 power the CPU reference takes (libm), so the angles agree bit for bit.
+        let theta_scale = libm::powf(base, -2.0 / rope_dim as f32);
+        let style = match style {
+            RopeStyle::Interleaved => 0,
+            RopeStyle::HalfSplit => 1,
+        };
+        let f = raw(&self.gpu.fns().rope);
+        self.gpu.launch(
+            f,
+            (positions.len() as u32, 1, 1),
+            256,
+            &[
+                Arg::P(xp),
+                Arg::int(n_heads)?,
+                Arg::int(head_dim)?,
+                Arg::int(rope_dim)?,
+                Arg::P(self.positions.dev.ptr()),
+                Arg::F(theta_scale),
+                Arg::I(style),
+            ],
+        )
+    }
+
+    fn kv_store(
+        &mut self,
+        layer: usize,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), CudaError> {
+        let n = positions.len();
+        let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
+        if n == 0 || k.len != n * kd || v.len != n * vd {
+            return Err(CudaError::BadRegion);
+        }
+        if positions.iter().any(|&p| p as usize >= self.kvl.ctx) {
+            return Err(CudaError::KvRange);
+        }
+        let kv = self.kv_args(layer)?;
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
+        let (kp, vp) = (self.at(k)?, self.at(v)?);
+        let f = raw(&self.gpu.fns().kv_store);
+        let args = [
+            kv[0],
+            kv[1],
+            kv[2],
+            kv[3],
+            kv[4],
+            kv[5],
+            Arg::P(kp),
+            Arg::P(vp),
+            Arg::int(kd)?,
+            Arg::int(vd)?,
+            Arg::P(self.positions.dev.ptr()),
+        ];
+        self.gpu.launch(f, (n as u32, 1, 1), 256, &args)
+    }
+
+    fn attention(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        if p.head_dim > MAX_HEAD_DIM
+            || p.head_dim_v > MAX_HEAD_DIM
+            || p.n_head_kv == 0
+            || !p.n_head.is_multiple_of(p.n_head_kv)
+        {
+            return Err(CudaError::HeadTooWide);
+        }
+        let rows = positions.len();
+        if q.len != rows * p.n_head * p.head_dim || out.len != rows * p.n_head * p.head_dim_v {
+            return Err(CudaError::BadRegion);
+        }
+        if p.n_head_kv * p.head_dim != self.kvl.k_dim
+            || p.n_head_kv * p.head_dim_v != self.kvl.v_dim
+        {
+            return Err(CudaError::BadRegion);
+        }
+        if p.n_head > self.cap.n_head || p.head_dim_v > self.cap.head_dim_v || rows > self.cap.chunk
+        {
+            return Err(CudaError::TooLarge);
+        }
+        if rows == 0 {
+            return Ok(());
+        }
+        let kv = self.kv_args(p.layer)?;
+        let max_pos = positions.iter().copied().max().unwrap_or(0) as usize;
+        if max_pos >= self.kvl.ctx {
+            return Err(CudaError::KvRange);
+        }
+        // The ring must still hold the oldest key any query of this call can see.
+        let first_pos = positions.iter().copied().min().unwrap_or(0) as usize;
+        let oldest = match p.window {
+            Some(w) => first_pos.saturating_sub((w as usize).saturating_sub(1)),
+            None => 0,
+        };
+        if max_pos + 1 - oldest > self.kvl.caps[p.layer] {
+            return Err(CudaError::KvRange);
+        }
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
+        let splits = if rows == 1 { self.decode_splits } else { 1 };
+        if rows * p.n_head * splits > self.parts {
+            return Err(CudaError::TooLarge);
+        }
+        let (qp, op) = (self.at(q)?, self.at(out)?);
+        let window = match p.window {
+            Some(w) => i32::try_from(w).map_err(|_| CudaError::TooLarge)?.max(1),
+            None => 0,
+        };
+        let fns = self.gpu.fns();
+        let split_args = [
+            Arg::P(qp),
+            kv[0],
+            kv[1],
+            kv[2],
+            kv[3],
+            kv[4],
+            kv[5],
+            Arg::P(self.positions.dev.ptr()),
+            Arg::int(p.n_head)?,
+            Arg::int(p.n_head_kv)?,
+            Arg::int(p.head_dim)?,
+            Arg::int(p.head_dim_v)?,
+            Arg::F(p.scale),
+            Arg::I(window),
+            Arg::int(splits)?,
+            Arg::int(MIN_KEYS_PER_SPLIT)?,
+            Arg::P(self.part.ptr()),
+            Arg::P(self.ml.ptr()),
+        ];
+        self.gpu.launch(
+            raw(&fns.attn_split),
+            (p.n_head as u32, splits as u32, rows as u32),
+            128,
+            &split_args,
+        )?;
+        let combine_args = [
+            Arg::P(self.part.ptr()),
+            Arg::P(self.ml.ptr()),
+            Arg::P(self.positions.dev.ptr()),
+            Arg::int(p.n_head)?,
+            Arg::int(p.head_dim_v)?,
+            Arg::I(window),
+            Arg::int(splits)?,
+            Arg::int(MIN_KEYS_PER_SPLIT)?,
+            Arg::P(op),
+        ];
+        self.gpu.launch(
+            raw(&fns.attn_combine),
+            (p.n_head as u32, rows as u32, 1),
+            128,
+            &combine_args,
+        )
+    }
+
+    fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {
+        if gate.len != up.len || !disjoint(gate, up) {
+            return Err(CudaError::BadRegion);
+        }
+        let (g, u) = (self.at(gate)?, self.at(up)?);
+        let gpu = self.gpu.clone();
+        let f = match act {
+            Activation::Silu => &gpu.fns().gated_silu,
+            Activation::GeluTanh => &gpu.fns().gated_gelu_tanh,
+        };
+        self.elementwise(f, &[Arg::P(g), Arg::P(u)], gate.len)
+    }
+
+    fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CudaError> {
+        if x.len != gate.len || !disjoint(x, gate) {
+            return Err(CudaError::BadRegion);
+        }
+        let (xp, g) = (self.at(x)?, self.at(gate)?);
+        let gpu = self.gpu.clone();
+        self.elementwise(&gpu.fns().sigmoid_mul, &[Arg::P(xp), Arg::P(g)], x.len)
+    }
+
+    fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CudaError> {
+        let xp = self.at(x)?;
+        let gpu = self.gpu.clone();
+        self.elementwise(
+            &gpu.fns().softcap,
+            &[Arg::P(xp), Arg::F(cap), Arg::F(scale)],
+            x.len,
+        )
+    }
+
+    fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {
+        if x.len != y.len || !disjoint(x, y) {
+            return Err(CudaError::BadRegion);
+        }
+        let (xp, yp) = (self.at(x)?, self.at(y)?);
+        let gpu = self.gpu.clone();
+        self.elementwise(&gpu.fns().add, &[Arg::P(xp), Arg::P(yp)], x.len)
+    }
+
+    fn scale(&mut self, x: Buf, s: f32) -> Result<(), CudaError> {
+        let xp = self.at(x)?;
+        let gpu = self.gpu.clone();
+        self.elementwise(&gpu.fns().scale, &[Arg::P(xp), Arg::F(s)], x.len)
+    }
+
+    fn read(&mut self, src: Buf, dst: &mut [f32]) -> Result<(), CudaError> {
+        if dst.len() != src.len {
+            return Err(CudaError::BadRegion);
+        }
+        let p = self.at(src)?;
+        self.gpu.download(dst, p)
+    }
+}

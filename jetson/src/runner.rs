@@ -1,0 +1,128 @@
+//! [`CudaModel`]: a model bound to a [`CudaBackend`], with a decode step that is captured once
+//! into a CUDA graph and replayed.
+
+use cudarc::driver::CudaGraph;
+use glimmer_core::exec::{Backend, ForwardError, Layout, LogitRows, Model};
+use glimmer_core::model::{ModelSpec, Weights};
+
+use crate::backend::CudaBackend;
+use crate::CudaError;
+
+/// A forward-call failure on the CUDA backend.
+pub type CudaForwardError = ForwardError<CudaError>;
+
+/// One model on the device: the backend, and the captured decode-step graph.
+///
+/// The graph holds the kernels of one forward call of one token with `LogitRows::Last`. Its
+/// token, position and KV slot are read from device memory, so it is captured once (at the
+/// first graph step) and replayed for every later token, position and session.
+pub struct CudaModel<'m, 'w> {
+    model: Model<'m, 'w>,
+    backend: CudaBackend,
+    graph: Option<CudaGraph>,
+}
+
+impl<'m, 'w> CudaModel<'m, 'w> {
+    /// Binds `backend` (with the weights already uploaded) to a model.
+    pub fn new(
+        spec: &'m ModelSpec,
+        weights: &'m Weights<'w>,
+        layout: &'m Layout,
+        backend: CudaBackend,
+    ) -> Self {
+        CudaModel {
+            model: Model {
+                spec,
+                weights,
+                layout,
+            },
+            backend,
+            graph: None,
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&mut self) -> &mut CudaBackend {
+        &mut self.backend
+    }
+
+    /// Whether a decode graph has been captured.
+    pub fn has_graph(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    /// Runs `tokens` at positions `pos0..` of `slot` eagerly (in chunks of the layout's
+    /// size), leaving the requested logits in the layout's `logits` region; returns the rows
+    /// of logits of the last chunk. With `LogitRows::All` every chunk must fit the layout's
+    /// logit rows, and only the last chunk's logits remain.
+    pub fn forward(
+        &mut self,
+        slot: usize,
+        tokens: &[u32],
+        pos0: u32,
+        rows: LogitRows,
+    ) -> Result<usize, CudaForwardError> {
+        self.backend.select_slot(slot)?;
+        let chunk = self.model.layout.limits.chunk;
+        let n_chunks = tokens.len().div_ceil(chunk);
+        let mut got = 0;
+        for (i, part) in tokens.chunks(chunk).enumerate() {
+            let want = if i + 1 == n_chunks {
+                rows
+            } else {
+                LogitRows::None
+            };
+            let pos = pos0 + (i * chunk) as u32;
+            got = self.model.forward(&mut self.backend, part, pos, want)?;
+        }
+        Ok(got)
+    }
+
+    /// One decode step: `token` at `pos` of `slot`, logits of that token left in the layout's
+    /// `logits` region; returns their argmax. With `graph` the step replays the captured
+    /// graph (capturing it first if needed), otherwise it launches every kernel.
+    pub fn decode_step(
+        &mut self,
+        slot: usize,
+        token: u32,
+        pos: u32,
+        graph: bool,
+    ) -> Result<u32, CudaForwardError> {
+        self.backend.select_slot(slot)?;
+        self.backend.set_inputs(&[token], &[pos])?;
+        if !graph {
+            self.model
+                .forward(&mut self.backend, &[token], pos, LogitRows::Last)?;
+        } else {
+            if self.graph.is_none() {
+                self.capture(token, pos)?;
+            }
+            let g = self.graph.as_ref().ok_or(CudaError::Graph)?;
+            g.launch().map_err(CudaError::from)?;
+        }
+        let n = self.model.spec.n_vocab;
+        Ok(self.backend.argmax(self.model.layout.logits.prefix(n))?)
+    }
+
+    /// Captures one decode step (the inputs are already on the device).
+    fn capture(&mut self, token: u32, pos: u32) -> Result<(), CudaForwardError> {
+        let gpu = self.backend.gpu().clone();
+        gpu.begin_capture()?;
+        self.backend.capturing = true;
+        let r = self
+            .model
+            .forward(&mut self.backend, &[token], pos, LogitRows::Last);
+        self.backend.capturing = false;
+        // End the capture whatever happened, so the stream is usable again.
+        let g = gpu.end_capture();
+        r?;
+        self.graph = Some(g?);
+        Ok(())
+    }
+
+    /// Copies `n` values of the logits region to `dst`.
+    pub fn read_logits(&mut self, dst: &mut [f32]) -> Result<(), CudaError> {
+        let b = self.model.layout.logits.prefix(dst.len());
+        self.backend.read(b, dst)
+    }
+}
