@@ -89,3 +89,29 @@ fi
   cat "$OUT"/*.log | grep '^SUMMARY|' | sed 's/^SUMMARY|//; s/|/ | /g; s/^/| /; s/$/ |/'
 } > "$OUT/summary.md"
 cat "$OUT/summary.md"
+
+# Real models, when their pieces were carried in devcarry/ (a call carries at most 64 MiB, so
+# the files travel in 55 MiB pieces over several calls while the machine stays warm, each call
+# copying its piece to $MODELS/pieces):
+# each golden fixture prompt, CPU engine against the device, top-1 at every position.
+if [ "$PHASE" = real ]; then
+  for m in smol:smollm2 gemma:gemma3; do
+    piece=${m%%:*}; fixture=${m##*:}
+    # Pieces are stashed in $MODELS/pieces by earlier calls (`mkdir -p ..; cp devcarry/* ..`).
+    ls "$MODELS"/pieces/$piece.* >/dev/null 2>&1 || { log "no pieces of $piece"; continue; }
+    cat "$MODELS"/pieces/$piece.* > "$MODELS/$piece.gguf"
+    python3 - "$fixture" "$MODELS" <<'PY'
+import json, sys
+name, out = sys.argv[1], sys.argv[2]
+d = json.load(open(f"tests/fixtures/golden/{name}.json"))
+for i, p in enumerate(d["prompts"]):
+    open(f"{out}/ids-{name}-{i}.txt", "w").write(" ".join(map(str, p["tokens"])))
+PY
+    for f in "$MODELS"/ids-$fixture-*.txt; do
+      i=$(basename "$f" .txt)
+      CUDA_CHECK_IDS=$f step "e2e-$i" "$BIN" e2e --model "$MODELS/$piece.gguf"
+    done
+  done
+  grep -h '^SUMMARY|' "$OUT"/e2e-ids-*.log | sed 's/^SUMMARY|/| /; s/|/ | /g; s/$/ |/' > "$OUT/real.md"
+  cat "$OUT/real.md"
+fi

@@ -12,13 +12,25 @@ use glimmer_jetson::{Capacity, CudaBackend, CudaModel, Gpu, KvLayout};
 
 use crate::util::{argmax, compare, Rng};
 
-/// Loads `path` on both backends and feeds `n` pseudo-random tokens: token by token on the
+/// Loads `path` on both backends and feeds `n` pseudo-random tokens (or the whitespace-separated
+/// token ids of the file `$CUDA_CHECK_IDS`, such as a fixture prompt's): token by token on the
 /// CPU, then on the device eagerly (slot 0), with the CUDA graph (slot 1), and as one prefill
 /// call with logits for every row (slot 0 again). Prints agreement and logit differences.
 pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, String> {
     let file = ModelFile::open(path).map_err(|e| e.to_string())?;
     let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
     let spec = &loaded.spec;
+    let ids: Option<Vec<u32>> = match std::env::var_os("CUDA_CHECK_IDS") {
+        Some(f) => Some(
+            std::fs::read_to_string(&f)
+                .map_err(|e| format!("{}: {e}", f.to_string_lossy()))?
+                .split_whitespace()
+                .map(|w| w.parse().map_err(|_| format!("bad token id {w:?}")))
+                .collect::<Result<_, String>>()?,
+        ),
+        None => None,
+    };
+    let n = ids.as_ref().map_or(n, |v| v.len());
     let chunk = n.clamp(1, 64);
     let ctx = (n + 1).next_power_of_two().max(64);
     let limits = Limits {
@@ -37,7 +49,10 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
     );
 
     let mut rng = Rng::new(seed);
-    let tokens: Vec<u32> = (0..n).map(|_| rng.below(spec.n_vocab) as u32).collect();
+    let tokens: Vec<u32> = match ids {
+        Some(v) => v,
+        None => (0..n).map(|_| rng.below(spec.n_vocab) as u32).collect(),
+    };
 
     // CPU reference, token by token.
     let t0 = std::time::Instant::now();

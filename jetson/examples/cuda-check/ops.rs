@@ -98,6 +98,7 @@ impl Pair {
             buf(S, CTX),
             slot,
             self.kernels,
+            &glimmer_core::exec::Serial,
         );
         f(&mut cpu)?;
         f(&mut self.cu)
