@@ -55,8 +55,8 @@ fn round_f16(x: f32) -> f32 {
     return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x;
 }
 
-// tanh without overflow for large |x|.
+// tanh, clamped first: some drivers build it from exp and overflow to NaN for large |x|
+// (tanh(+-10) is already +-1 in f32).
 fn tanh_s(x: f32) -> f32 {
-    let t = exp(-2.0 * abs(x));
-    return sign(x) * (1.0 - t) / (1.0 + t);
+    return tanh(clamp(x, -10.0, 10.0));
 }

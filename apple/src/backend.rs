@@ -172,6 +172,10 @@ impl GpuBackend {
 
     /// Copies tensors to the GPU (once each; tensors already there are skipped). Every tensor a
     /// later op names must have been uploaded.
+    ///
+    /// A tensor is known by the address and length of its bytes (normally a view of the mapped
+    /// model file): they must stay valid, unchanged and not reused for another tensor while
+    /// this backend runs.
     pub fn upload(&mut self, tensors: &[&Tensor<'_>]) -> Result<(), GpuError> {
         self.weights.upload(&self.ctx, tensors)
     }

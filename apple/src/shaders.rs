@@ -80,9 +80,8 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
         Kernel::Argmax => (ARGMAX, None),
     };
     let mut s = String::with_capacity(16 * 1024);
-    if subgroups {
-        s.push_str("enable subgroups;\n");
-    }
+    // Naga takes subgroup builtins without `enable subgroups;` (it rejects the directive);
+    // the device's SUBGROUP feature is what allows them.
     s.push_str(COMMON);
     s.push_str(if subgroups { REDUCE_SG } else { REDUCE_WG });
     let body = body.to_string();
