@@ -5,6 +5,7 @@
 // Call from uniform control flow after `sg_init`.
 var<workgroup> red: array<f32, 64>;
 var<workgroup> red_i: array<u32, 64>;
+var<workgroup> red4: array<vec4<f32>, 64>;
 var<private> sg_size: u32;
 var<private> sg_lane: u32;
 
@@ -59,4 +60,38 @@ fn wg_argmax(v: f32, i: u32, lid: u32) -> u32 {
     }
     workgroupBarrier();
     return bi;
+}
+
+// Four sums at once (one set of barriers).
+fn wg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
+    let s = subgroupAdd(v);
+    if (sg_lane == 0u) {
+        red4[lid / sg_size] = s;
+    }
+    workgroupBarrier();
+    var t = vec4<f32>(0.0);
+    for (var k = 0u; k < 64u / sg_size; k = k + 1u) {
+        t = t + red4[k];
+    }
+    workgroupBarrier();
+    return t;
+}
+
+// Sums over aligned runs of 16 invocations (one matmul row each): a butterfly of subgroup
+// shuffles within runs of min(16, subgroup size), then the run totals through workgroup
+// memory when subgroups are narrower than 16.
+fn seg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
+    var t = v;
+    let w = min(16u, sg_size);
+    for (var m = 1u; m < w; m = m << 1u) {
+        t = t + subgroupShuffleXor(t, m);
+    }
+    red4[lid] = t;
+    workgroupBarrier();
+    var s = vec4<f32>(0.0);
+    for (var k = 0u; k < 16u; k = k + w) {
+        s = s + red4[(lid & ~15u) + k];
+    }
+    workgroupBarrier();
+    return s;
 }

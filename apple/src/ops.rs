@@ -14,6 +14,8 @@ use crate::{GpuBackend, GpuError};
 const SPLIT_MAX: usize = 256;
 /// Keys per split the attention prefers (more splits: more workgroups in flight).
 const SPLIT_PREF: usize = 64;
+/// Output rows one matmul workgroup computes (`RPW` in matmul.wgsl).
+const MATMUL_ROWS_PER_GROUP: usize = 4;
 /// Widest head the attention kernel holds (`qs` in attention.wgsl).
 const HEAD_MAX: usize = 512;
 
@@ -138,7 +140,8 @@ impl Backend for GpuBackend {
                 u(rows)?,
             ];
             let z = u(rows.div_ceil(4))?;
-            self.run(Kernel::Matmul(e.ty), "main", [sx, so, sx], Some(pc.pool), 0, &p, u(pc.rows)?, z)?;
+            let n = u(pc.rows.div_ceil(MATMUL_ROWS_PER_GROUP))?;
+            self.run(Kernel::Matmul(e.ty), "main", [sx, so, sx], Some(pc.pool), 0, &p, n, z)?;
         }
         Ok(())
     }

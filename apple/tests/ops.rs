@@ -267,7 +267,7 @@ fn matmul_matches_reference_every_format_and_batch() {
         let mut p = Pair::new(ctx, 10 + vi as u64);
         for ty in TYPES {
             for n in [1usize, 3, 6] {
-                let (rows, cols) = (96, 512);
+                let (rows, cols) = (98, 512);
                 let data = weights(&mut p.rng, ty, rows, cols);
                 let t = tensor(ty, rows, cols, data);
                 p.gpu.upload(&[&t]).unwrap();
