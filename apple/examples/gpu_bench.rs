@@ -43,7 +43,9 @@ fn parse() -> Result<Args, String> {
         subgroups: true,
     };
     let num = |v: Option<String>| -> Result<f64, String> {
-        v.ok_or("missing value")?.parse::<f64>().map_err(|e| e.to_string())
+        v.ok_or("missing value")?
+            .parse::<f64>()
+            .map_err(|e| e.to_string())
     };
     while let Some(s) = it.next() {
         match s.as_str() {
@@ -64,9 +66,11 @@ fn parse() -> Result<Args, String> {
         }
     }
     if a.model.as_os_str().is_empty() {
-        return Err("usage: gpu_bench MODEL.gguf [--tokens N] [--prompt N] [--ctx N] \
+        return Err(
+            "usage: gpu_bench MODEL.gguf [--tokens N] [--prompt N] [--ctx N] \
                     [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups]"
-            .into());
+                .into(),
+        );
     }
     if a.prompt == 0 || a.prompt + a.tokens > a.ctx {
         return Err("need 0 < prompt and prompt + tokens <= ctx".into());
@@ -78,12 +82,28 @@ fn parse() -> Result<Args, String> {
 fn weight_bytes_per_token(w: &Weights<'_>) -> u64 {
     let mut b = (w.tok_embd.row_bytes() + w.output.data.len() + w.output_norm.data.len()) as u64;
     for l in w.layers.iter() {
-        for t in [&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down] {
+        for t in [
+            &l.attn_norm,
+            &l.wq,
+            &l.wk,
+            &l.wv,
+            &l.wo,
+            &l.ffn_norm,
+            &l.w_gate,
+            &l.w_up,
+            &l.w_down,
+        ] {
             b += t.data.len() as u64;
         }
-        for t in [&l.q_norm, &l.k_norm, &l.post_attn_norm, &l.attn_gate, &l.post_ffn_norm]
-            .into_iter()
-            .flatten()
+        for t in [
+            &l.q_norm,
+            &l.k_norm,
+            &l.post_attn_norm,
+            &l.attn_gate,
+            &l.post_ffn_norm,
+        ]
+        .into_iter()
+        .flatten()
         {
             b += t.data.len() as u64;
         }
@@ -95,8 +115,15 @@ fn run(a: Args) -> Result<(), String> {
     let file = ModelFile::open(&a.model).map_err(|e| e.to_string())?;
     let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
     let s = &loaded.spec;
-    let ctx = GpuContext::new(GpuOptions { subgroups: a.subgroups }).map_err(|e| e.to_string())?;
-    println!("adapter: {} (subgroups: {})", ctx.describe(), ctx.uses_subgroups());
+    let ctx = GpuContext::new(GpuOptions {
+        subgroups: a.subgroups,
+    })
+    .map_err(|e| e.to_string())?;
+    println!(
+        "adapter: {} (subgroups: {})",
+        ctx.describe(),
+        ctx.uses_subgroups()
+    );
     let limits = Limits {
         chunk: a.prompt.min(256),
         logit_rows: 1,
@@ -123,17 +150,21 @@ fn run(a: Args) -> Result<(), String> {
         layout: &layout,
     };
     let nv = s.n_vocab;
-    let prompt: Vec<u32> = (0..a.prompt).map(|i| (1000 + 7 * i as u32) % nv as u32).collect();
+    let prompt: Vec<u32> = (0..a.prompt)
+        .map(|i| (1000 + 7 * i as u32) % nv as u32)
+        .collect();
     let mut next = [0u32; 1];
     let logits = layout.logits.prefix(nv);
     // Warm-up: compiles every pipeline.
-    m.forward(&mut b, &prompt[..1], 0, LogitRows::Last).map_err(|e| format!("{e:?}"))?;
+    m.forward(&mut b, &prompt[..1], 0, LogitRows::Last)
+        .map_err(|e| format!("{e:?}"))?;
     b.argmax(logits, nv, &mut next).map_err(|e| e.to_string())?;
 
     let t = Instant::now();
     let mut pos = 0u32;
     for c in prompt.chunks(limits.chunk) {
-        m.forward(&mut b, c, pos, LogitRows::Last).map_err(|e| format!("{e:?}"))?;
+        m.forward(&mut b, c, pos, LogitRows::Last)
+            .map_err(|e| format!("{e:?}"))?;
         pos += c.len() as u32;
     }
     b.argmax(logits, nv, &mut next).map_err(|e| e.to_string())?;
@@ -141,7 +172,8 @@ fn run(a: Args) -> Result<(), String> {
 
     let t = Instant::now();
     for _ in 0..a.tokens {
-        m.forward(&mut b, &next, pos, LogitRows::Last).map_err(|e| format!("{e:?}"))?;
+        m.forward(&mut b, &next, pos, LogitRows::Last)
+            .map_err(|e| format!("{e:?}"))?;
         b.argmax(logits, nv, &mut next).map_err(|e| e.to_string())?;
         pos += 1;
     }
@@ -150,7 +182,11 @@ fn run(a: Args) -> Result<(), String> {
 
     let kv_row = if a.kv == GpuKvType::F16 { 2 } else { 4 } * (shape.k_dim + shape.v_dim) as u64;
     let mean_pos = (a.prompt + a.tokens / 2) as u64;
-    let kv_bytes: u64 = shape.caps.iter().map(|&c| (c as u64).min(mean_pos) * kv_row).sum();
+    let kv_bytes: u64 = shape
+        .caps
+        .iter()
+        .map(|&c| (c as u64).min(mean_pos) * kv_row)
+        .sum();
     let per_tok = weight_bytes_per_token(&loaded.weights) + kv_bytes;
     println!(
         "prefill: {} tokens in {:.3} s = {:.1} tok/s",
@@ -158,7 +194,10 @@ fn run(a: Args) -> Result<(), String> {
         prefill,
         a.prompt as f64 / prefill
     );
-    println!("decode: {} tokens in {:.3} s = {:.1} tok/s", a.tokens, decode, tps);
+    println!(
+        "decode: {} tokens in {:.3} s = {:.1} tok/s",
+        a.tokens, decode, tps
+    );
     println!(
         "bytes/token: {:.2} MB (weights {:.2} MB, KV {:.2} MB at position {mean_pos}); achieved {:.1} GB/s",
         per_tok as f64 / 1e6,

@@ -12,7 +12,11 @@ use crate::GpuError;
 ///
 /// `regions` are the named regions of the arena (empty ones are ignored), `total` its length in
 /// elements and `max` the most elements one buffer may hold.
-pub(crate) fn split(regions: &[Buf], total: usize, max: usize) -> Result<Vec<(usize, usize)>, GpuError> {
+pub(crate) fn split(
+    regions: &[Buf],
+    total: usize,
+    max: usize,
+) -> Result<Vec<(usize, usize)>, GpuError> {
     let mut iv: Vec<(usize, usize)> = regions
         .iter()
         .filter(|b| b.len > 0)

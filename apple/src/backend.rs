@@ -198,21 +198,14 @@ impl GpuBackend {
         }
         let (seg, off) = arena::locate(&self.segs, dst)?;
         self.rec.flush(&self.ctx);
-        self.ctx.queue.write_buffer(
-            &self.arena[seg],
-            off as u64 * 4,
-            bytemuck::cast_slice(src),
-        );
+        self.ctx
+            .queue
+            .write_buffer(&self.arena[seg], off as u64 * 4, bytemuck::cast_slice(src));
         Ok(())
     }
 
     /// Submits everything recorded and copies `len` floats from `src` at byte `at` back.
-    pub(crate) fn readback(
-        &mut self,
-        src: Src,
-        at: u64,
-        dst: &mut [f32],
-    ) -> Result<(), GpuError> {
+    pub(crate) fn readback(&mut self, src: Src, at: u64, dst: &mut [f32]) -> Result<(), GpuError> {
         if dst.len() > self.staging_len {
             return Err(GpuError::BadRegion);
         }
@@ -285,7 +278,9 @@ impl GpuBackend {
         let enc = self.rec.encoder.get_or_insert_with(|| {
             self.ctx
                 .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") })
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("step"),
+                })
         });
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: None,

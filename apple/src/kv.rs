@@ -62,7 +62,8 @@ impl KvShape {
     /// Bytes of the whole cache.
     pub fn total_bytes(&self) -> Result<u64, GpuError> {
         (0..self.caps.len()).try_fold(0u64, |a, il| {
-            a.checked_add(self.layer_bytes(il)?).ok_or(GpuError::TooLarge)
+            a.checked_add(self.layer_bytes(il)?)
+                .ok_or(GpuError::TooLarge)
         })
     }
 }

@@ -30,7 +30,13 @@ impl GpuBackend {
     }
 
     /// Element-wise op over `x` (and `y`), `n = x.len`.
-    fn eltwise(&mut self, entry: &'static str, x: Buf, y: Option<Buf>, f: [f32; 2]) -> Result<(), GpuError> {
+    fn eltwise(
+        &mut self,
+        entry: &'static str,
+        x: Buf,
+        y: Option<Buf>,
+        f: [f32; 2],
+    ) -> Result<(), GpuError> {
         let (sx, ox) = self.at(x)?;
         let (sy, oy) = match y {
             Some(y) if y.len != x.len => return Err(GpuError::BadRegion),
@@ -39,7 +45,16 @@ impl GpuBackend {
         };
         self.rec.begin(&self.ctx, &[]);
         let p = [ox, oy, u(x.len)?, f[0].to_bits(), f[1].to_bits()];
-        self.run(Kernel::Eltwise, entry, [sx, sy, sx], None, 0, &p, u(x.len.div_ceil(64))?, 1)
+        self.run(
+            Kernel::Eltwise,
+            entry,
+            [sx, sy, sx],
+            None,
+            0,
+            &p,
+            u(x.len.div_ceil(64))?,
+            1,
+        )
     }
 
     /// Row-wise argmax of `src` (rows of `width`): the index of each row's largest value
@@ -51,7 +66,16 @@ impl GpuBackend {
         let (s, o) = self.at(src)?;
         self.rec.begin(&self.ctx, &[]);
         let rows = u(out.len())?;
-        self.run(Kernel::Argmax, "main", [s, s, s], None, 0, &[o, u(width)?, rows], rows, 1)?;
+        self.run(
+            Kernel::Argmax,
+            "main",
+            [s, s, s],
+            None,
+            0,
+            &[o, u(width)?, rows],
+            rows,
+            1,
+        )?;
         let mut f = vec![0f32; out.len()];
         self.readback(Src::Part, 0, &mut f)?;
         for (d, v) in out.iter_mut().zip(f) {
@@ -86,7 +110,16 @@ impl Backend for GpuBackend {
                 o,
             ];
             let n = u(tokens.len())?;
-            self.run(Kernel::Embed(e.ty), "main", [s, s, s], Some(pc.pool), 0, &p, n, 1)?;
+            self.run(
+                Kernel::Embed(e.ty),
+                "main",
+                [s, s, s],
+                Some(pc.pool),
+                0,
+                &p,
+                n,
+                1,
+            )?;
         }
         Ok(())
     }
@@ -116,7 +149,15 @@ impl Backend for GpuBackend {
         let (so, oo) = self.at(out)?;
         let rows = u(x.len / dim)?;
         self.rec.begin(&self.ctx, &[]);
-        let p = [ox, oo, u(dim)?, rows, base, u32::from(pool.is_some()), eps.to_bits()];
+        let p = [
+            ox,
+            oo,
+            u(dim)?,
+            rows,
+            base,
+            u32::from(pool.is_some()),
+            eps.to_bits(),
+        ];
         self.run(Kernel::RmsNorm, "main", [sx, so, sx], pool, 0, &p, rows, 1)
     }
 
@@ -141,7 +182,16 @@ impl Backend for GpuBackend {
             ];
             let z = u(rows.div_ceil(4))?;
             let n = u(pc.rows.div_ceil(MATMUL_ROWS_PER_GROUP))?;
-            self.run(Kernel::Matmul(e.ty), "main", [sx, so, sx], Some(pc.pool), 0, &p, n, z)?;
+            self.run(
+                Kernel::Matmul(e.ty),
+                "main",
+                [sx, so, sx],
+                Some(pc.pool),
+                0,
+                &p,
+                n,
+                z,
+            )?;
         }
         Ok(())
     }
@@ -181,7 +231,13 @@ impl Backend for GpuBackend {
         self.run(Kernel::Rope, "main", [s, s, s], None, 0, &p, n, 1)
     }
 
-    fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, positions: &[u32]) -> Result<(), GpuError> {
+    fn kv_store(
+        &mut self,
+        layer: usize,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), GpuError> {
         let n = positions.len();
         let sh = &self.kv_shape;
         if n == 0 || k.len != n * sh.k_dim || v.len != n * sh.v_dim {
@@ -196,7 +252,16 @@ impl Backend for GpuBackend {
         let h = self.rec.begin(&self.ctx, positions);
         let p = [ok, ov, u(kd)?, u(vd)?, u(n)?, h, u(cap)?, f16];
         let groups = u((n * (kw + vw)).div_ceil(64))?;
-        self.run(Kernel::KvStore, "main", [sk, sv, sk], None, layer, &p, groups, 1)
+        self.run(
+            Kernel::KvStore,
+            "main",
+            [sk, sv, sk],
+            None,
+            layer,
+            &p,
+            groups,
+            1,
+        )
     }
 
     fn attention(
@@ -249,7 +314,10 @@ impl Backend for GpuBackend {
         let mut r0 = 0;
         while r0 < rows {
             let gr = group_rows.min(rows - r0);
-            for (entry, n) in [("partial", gr * p.n_head * n_split), ("combine", gr * p.n_head)] {
+            for (entry, n) in [
+                ("partial", gr * p.n_head * n_split),
+                ("combine", gr * p.n_head),
+            ] {
                 let h = self.rec.begin(&self.ctx, positions);
                 let prm = [
                     oq + u(r0 * qw)?,
@@ -268,7 +336,16 @@ impl Backend for GpuBackend {
                     u(split_len)?,
                     p.scale.to_bits(),
                 ];
-                self.run(Kernel::Attention, entry, [sq, so, sq], None, p.layer, &prm, u(n)?, 1)?;
+                self.run(
+                    Kernel::Attention,
+                    entry,
+                    [sq, so, sq],
+                    None,
+                    p.layer,
+                    &prm,
+                    u(n)?,
+                    1,
+                )?;
             }
             r0 += gr;
         }

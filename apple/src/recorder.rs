@@ -84,7 +84,9 @@ impl Recorder {
     pub fn encoder(&mut self, ctx: &GpuContext) -> &mut wgpu::CommandEncoder {
         self.encoder.get_or_insert_with(|| {
             ctx.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("step") })
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("step"),
+                })
         })
     }
 

@@ -116,7 +116,8 @@ impl WeightStore {
             let mut pieces = Vec::new();
             let mut row = 0;
             while row < t.rows {
-                let mut at = sizes.last().copied().unwrap_or(cap).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
+                let mut at =
+                    sizes.last().copied().unwrap_or(cap).div_ceil(PIECE_ALIGN) * PIECE_ALIGN;
                 if sizes.is_empty() || at + rb as u64 > cap {
                     sizes.push(0);
                     at = 0;

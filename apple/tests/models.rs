@@ -46,7 +46,12 @@ impl<'m, 'f> Gpu<'m, 'f> {
         let shape = KvShape::from_geometry(&geo, GpuKvType::F16);
         let mut b = GpuBackend::new(ctx, &layout, shape, s.n_head, s.head_dim_v).unwrap();
         b.upload_model(&loaded.weights).unwrap();
-        Gpu { loaded, layout, b, pos: 0 }
+        Gpu {
+            loaded,
+            layout,
+            b,
+            pos: 0,
+        }
     }
 
     /// Feeds `tokens` as one chunk; returns `n_vocab` logits per requested row.
@@ -59,7 +64,9 @@ impl<'m, 'f> Gpu<'m, 'f> {
         let n = m.forward(&mut self.b, tokens, self.pos, rows).unwrap();
         self.pos += tokens.len() as u32;
         let mut out = vec![0.0; n * self.loaded.spec.n_vocab];
-        self.b.read(self.layout.logits.prefix(out.len()), &mut out).unwrap();
+        self.b
+            .read(self.layout.logits.prefix(out.len()), &mut out)
+            .unwrap();
         out
     }
 }
@@ -72,7 +79,8 @@ fn agree(what: &str, cpu: &[f32], gpu: &[f32], nv: usize, first_pos: usize) -> f
         let d = c.iter().zip(g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
         worst = worst.max(d);
         assert_eq!(
-            tc, tg,
+            tc,
+            tg,
             "{what}: position {} top-1 cpu {tc} ({}) gpu {tg} ({}), max_diff {d}",
             first_pos + r,
             c[tc as usize],
@@ -84,8 +92,14 @@ fn agree(what: &str, cpu: &[f32], gpu: &[f32], nv: usize, first_pos: usize) -> f
 
 fn check_model(name: &str, prompts: [&str; 2]) {
     let Some(path) = model(name) else { return };
-    let Some(ctx) = common::gpu(Default::default()) else { return };
-    eprintln!("{name} on {} (subgroups: {})", ctx.describe(), ctx.uses_subgroups());
+    let Some(ctx) = common::gpu(Default::default()) else {
+        return;
+    };
+    eprintln!(
+        "{name} on {} (subgroups: {})",
+        ctx.describe(),
+        ctx.uses_subgroups()
+    );
     let file = ModelFile::open(&path).unwrap();
     let loaded = Loaded::new(&file).unwrap();
     let nv = loaded.spec.n_vocab;

@@ -16,10 +16,22 @@ use rand::{Rng, SeedableRng};
 
 /// Elements of each of the three generic test regions A, B, C.
 const REGION: usize = 64 * 1024;
-const A: Buf = Buf { off: 0, len: REGION };
-const B: Buf = Buf { off: REGION, len: REGION };
-const C: Buf = Buf { off: 2 * REGION, len: REGION };
-const SCORES: Buf = Buf { off: 3 * REGION, len: 4096 };
+const A: Buf = Buf {
+    off: 0,
+    len: REGION,
+};
+const B: Buf = Buf {
+    off: REGION,
+    len: REGION,
+};
+const C: Buf = Buf {
+    off: 2 * REGION,
+    len: REGION,
+};
+const SCORES: Buf = Buf {
+    off: 3 * REGION,
+    len: 4096,
+};
 const ARENA: usize = 3 * REGION + 4096;
 
 /// A small gemma3-like spec: layers 0-4 sliding (window 16), layer 5 global; GQA 4:2.
@@ -110,7 +122,13 @@ impl Pair {
     ) -> (Vec<f32>, Vec<f32>) {
         {
             let kv = self.pool.slot(0).unwrap();
-            let mut cpu = CpuBackend::new(&mut self.arena, &mut self.scratch, SCORES, kv, Kernels::scalar());
+            let mut cpu = CpuBackend::new(
+                &mut self.arena,
+                &mut self.scratch,
+                SCORES,
+                kv,
+                Kernels::scalar(),
+            );
             op(&mut Cpu(&mut cpu));
         }
         op(&mut Gpu(&mut self.gpu));
@@ -127,7 +145,16 @@ trait DynBackend {
     fn rmsnorm(&mut self, x: Buf, w: Option<&Tensor<'_>>, dim: usize, eps: f32, out: Buf);
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf);
     #[allow(clippy::too_many_arguments)]
-    fn rope(&mut self, x: Buf, nh: usize, hd: usize, rd: usize, pos: &[u32], base: f32, st: RopeStyle);
+    fn rope(
+        &mut self,
+        x: Buf,
+        nh: usize,
+        hd: usize,
+        rd: usize,
+        pos: &[u32],
+        base: f32,
+        st: RopeStyle,
+    );
     fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, pos: &[u32]);
     fn attention(&mut self, p: &AttnParams, q: Buf, pos: &[u32], out: Buf);
     fn gated_act(&mut self, g: Buf, u: Buf, a: Activation);
@@ -152,7 +179,16 @@ macro_rules! dyn_impl {
             fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) {
                 self.0.matmul(w, x, rows, out).expect($name)
             }
-            fn rope(&mut self, x: Buf, nh: usize, hd: usize, rd: usize, pos: &[u32], base: f32, st: RopeStyle) {
+            fn rope(
+                &mut self,
+                x: Buf,
+                nh: usize,
+                hd: usize,
+                rd: usize,
+                pos: &[u32],
+                base: f32,
+                st: RopeStyle,
+            ) {
                 self.0.rope(x, nh, hd, rd, pos, base, st).expect($name)
             }
             fn kv_store(&mut self, layer: usize, k: Buf, v: Buf, pos: &[u32]) {
@@ -187,7 +223,11 @@ fn check(what: &str, c: &[f32], g: &[f32], tol: impl Fn(usize, f32) -> f32) {
     let mut max_diff = 0f32;
     for (i, (&a, &b)) in c.iter().zip(g).enumerate() {
         let d = (a - b).abs();
-        assert!(d <= tol(i, a), "{what}: [{i}] cpu {a} gpu {b} (diff {d}, tol {})", tol(i, a));
+        assert!(
+            d <= tol(i, a),
+            "{what}: [{i}] cpu {a} gpu {b} (diff {d}, tol {})",
+            tol(i, a)
+        );
         max_diff = max_diff.max(d);
     }
     eprintln!("{what}: max_diff {max_diff:e} over {}", c.len());
@@ -208,7 +248,13 @@ fn weights(rng: &mut StdRng, ty: GgmlType, rows: usize, cols: usize) -> &'static
 }
 
 fn tensor(ty: GgmlType, rows: usize, cols: usize, data: &[u8]) -> Tensor<'_> {
-    Tensor { ty, rows, cols, data, id: 0 }
+    Tensor {
+        ty,
+        rows,
+        cols,
+        data,
+        id: 0,
+    }
 }
 
 const TYPES: [GgmlType; 9] = [
@@ -237,13 +283,22 @@ fn embed_matches_dequantize_row() {
             p.poison(out);
             let (c, g) = p.both(out, |b| b.embed(&t, &tokens, out));
             // Same f32 operations; only a fused multiply-add may round differently.
-            check(&format!("embed {ty:?}"), &c, &g, |_, a| 1e-6 * a.abs().max(1e-3));
+            check(&format!("embed {ty:?}"), &c, &g, |_, a| {
+                1e-6 * a.abs().max(1e-3)
+            });
         }
     }
 }
 
 /// `W · x` in f64 from the dequantized weights (what the GPU computes, up to f32 summation).
-fn exact_matmul(ty: GgmlType, data: &[u8], rows: usize, cols: usize, x: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
+fn exact_matmul(
+    ty: GgmlType,
+    data: &[u8],
+    rows: usize,
+    cols: usize,
+    x: &[f32],
+    n: usize,
+) -> (Vec<f32>, Vec<f32>) {
     let rb = ty.row_bytes(cols).unwrap();
     let mut w = vec![0f32; cols];
     let mut out = vec![0f32; n * rows];
@@ -253,7 +308,11 @@ fn exact_matmul(ty: GgmlType, data: &[u8], rows: usize, cols: usize, x: &[f32], 
         for b in 0..n {
             let xr = &x[b * cols..(b + 1) * cols];
             let s: f64 = w.iter().zip(xr).map(|(&a, &c)| a as f64 * c as f64).sum();
-            let m: f64 = w.iter().zip(xr).map(|(&a, &c)| (a as f64 * c as f64).abs()).sum();
+            let m: f64 = w
+                .iter()
+                .zip(xr)
+                .map(|(&a, &c)| (a as f64 * c as f64).abs())
+                .sum();
             out[b * rows + r] = s as f32;
             mag[b * rows + r] = m as f32;
         }
@@ -277,7 +336,12 @@ fn matmul_matches_reference_every_format_and_batch() {
                 let (c, g) = p.both(out, |b| b.matmul(&t, A.prefix(n * cols), n, out));
                 let (exact, mag) = exact_matmul(ty, data, rows, cols, &x, n);
                 // Against the exact product: f32 summation error.
-                check(&format!("matmul {ty:?} n={n} vs exact"), &exact, &g, |i, _| 1e-5 * mag[i] + 1e-6);
+                check(
+                    &format!("matmul {ty:?} n={n} vs exact"),
+                    &exact,
+                    &g,
+                    |i, _| 1e-5 * mag[i] + 1e-6,
+                );
                 // Against the CPU, which rounds x to 8 bits per block first: at most
                 // sum|w x| / 127 apart (each x moves by at most amax/254 ≤ |x|max/254).
                 let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -291,7 +355,9 @@ fn matmul_matches_reference_every_format_and_batch() {
 
 #[test]
 fn matmul_rejects_tensors_never_uploaded() {
-    let Some(ctx) = common::gpu(Default::default()) else { return };
+    let Some(ctx) = common::gpu(Default::default()) else {
+        return;
+    };
     let mut p = Pair::new(ctx, 3);
     let data = weights(&mut p.rng, GgmlType::Q4_0, 4, 64);
     let t = tensor(GgmlType::Q4_0, 4, 64, data);
@@ -326,7 +392,11 @@ fn rmsnorm_with_and_without_weight_in_place_or_not() {
 fn rope_both_styles_partial_dims() {
     for (vi, ctx) in common::variants().into_iter().enumerate() {
         let mut p = Pair::new(ctx, 30 + vi as u64);
-        for (style, rope_dim) in [(RopeStyle::Interleaved, 64), (RopeStyle::HalfSplit, 64), (RopeStyle::HalfSplit, 32)] {
+        for (style, rope_dim) in [
+            (RopeStyle::Interleaved, 64),
+            (RopeStyle::HalfSplit, 64),
+            (RopeStyle::HalfSplit, 32),
+        ] {
             let (nh, hd) = (4, 64);
             let pos: Vec<u32> = vec![0, 1, 37, 511, 3000];
             let x = A.prefix(pos.len() * nh * hd);
@@ -405,7 +475,12 @@ fn attention_case(p: &mut Pair, layer: usize, n: usize, q_rows: usize) {
     };
     let (c, g) = p.both(out, |b| b.attention(&ap, q, &positions, out));
     // The CPU rounds softmax weights to f16 (2^-11 relative each); values are below 1.7.
-    check(&format!("attention layer {layer} n={n} rows={q_rows}"), &c, &g, |_, _| 2e-3);
+    check(
+        &format!("attention layer {layer} n={n} rows={q_rows}"),
+        &c,
+        &g,
+        |_, _| 2e-3,
+    );
 }
 
 #[test]
@@ -439,7 +514,9 @@ fn argmax_rows_lowest_index_on_ties() {
         x[width + 9000] = 100.0;
         p.gpu.write(A.prefix(rows * width), &x).unwrap();
         let mut got = [0u32; 3];
-        p.gpu.argmax(A.prefix(rows * width), width, &mut got).unwrap();
+        p.gpu
+            .argmax(A.prefix(rows * width), width, &mut got)
+            .unwrap();
         for r in 0..rows {
             let row = &x[r * width..(r + 1) * width];
             let mut best = 0;
