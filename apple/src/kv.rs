@@ -43,7 +43,7 @@ impl KvShape {
     pub(crate) fn words(&self) -> Result<(usize, usize), GpuError> {
         match self.ty {
             GpuKvType::F32 => Ok((self.k_dim, self.v_dim)),
-            GpuKvType::F16 if self.k_dim % 2 == 0 && self.v_dim % 2 == 0 => {
+            GpuKvType::F16 if self.k_dim.is_multiple_of(2) && self.v_dim.is_multiple_of(2) => {
                 Ok((self.k_dim / 2, self.v_dim / 2))
             }
             GpuKvType::F16 => Err(GpuError::BadShape),

@@ -132,7 +132,7 @@ impl Backend for GpuBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), GpuError> {
-        if dim == 0 || x.len % dim != 0 || out.len != x.len {
+        if dim == 0 || !x.len.is_multiple_of(dim) || out.len != x.len {
             return Err(GpuError::BadRegion);
         }
         let (pool, base) = match weight {
@@ -206,7 +206,9 @@ impl Backend for GpuBackend {
         base: f32,
         style: RopeStyle,
     ) -> Result<(), GpuError> {
-        if x.len != positions.len() * n_heads * head_dim || rope_dim > head_dim || rope_dim % 2 != 0
+        if x.len != positions.len() * n_heads * head_dim
+            || rope_dim > head_dim
+            || !rope_dim.is_multiple_of(2)
         {
             return Err(GpuError::BadRegion);
         }
@@ -271,7 +273,7 @@ impl Backend for GpuBackend {
         positions: &[u32],
         out: Buf,
     ) -> Result<(), GpuError> {
-        if p.head_dim > HEAD_MAX || p.n_head_kv == 0 || p.n_head % p.n_head_kv != 0 {
+        if p.head_dim > HEAD_MAX || p.n_head_kv == 0 || !p.n_head.is_multiple_of(p.n_head_kv) {
             return Err(GpuError::HeadTooWide);
         }
         let sh = &self.kv_shape;

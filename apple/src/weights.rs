@@ -107,7 +107,7 @@ impl WeightStore {
                 return Err(GpuError::UnsupportedType(t.ty));
             }
             let rb = t.ty.row_bytes(t.cols).ok_or(GpuError::BadShape)?;
-            if t.rows == 0 || rb == 0 || t.data.len() != rb * t.rows || t.cols % 32 != 0 {
+            if t.rows == 0 || rb == 0 || t.data.len() != rb * t.rows || !t.cols.is_multiple_of(32) {
                 return Err(GpuError::BadShape);
             }
             if rb as u64 > cap {

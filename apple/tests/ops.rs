@@ -115,11 +115,7 @@ impl Pair {
     }
 
     /// Runs `op` on both backends and returns (cpu, gpu) contents of `out`.
-    fn both(
-        &mut self,
-        out: Buf,
-        mut op: impl FnMut(&mut dyn DynBackend) -> (),
-    ) -> (Vec<f32>, Vec<f32>) {
+    fn both(&mut self, out: Buf, mut op: impl FnMut(&mut dyn DynBackend)) -> (Vec<f32>, Vec<f32>) {
         {
             let kv = self.pool.slot(0).unwrap();
             let mut cpu = CpuBackend::new(
