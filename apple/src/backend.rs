@@ -204,12 +204,13 @@ impl GpuBackend {
         Ok(())
     }
 
-    /// Submits everything recorded and copies `len` floats from `src` at byte `at` back.
-    pub(crate) fn readback(&mut self, src: Src, at: u64, dst: &mut [f32]) -> Result<(), GpuError> {
-        if dst.len() > self.staging_len {
+    /// Submits everything recorded and copies `dst.len()` bytes (whole words) from `src` at
+    /// byte `at` back.
+    pub(crate) fn readback(&mut self, src: Src, at: u64, dst: &mut [u8]) -> Result<(), GpuError> {
+        if dst.len() > self.staging_len * 4 || !dst.len().is_multiple_of(4) {
             return Err(GpuError::BadRegion);
         }
-        let bytes = (dst.len() * 4) as u64;
+        let bytes = dst.len() as u64;
         if bytes > 0 {
             let buf = match src {
                 Src::Arena(i) => &self.arena[i],
@@ -237,7 +238,7 @@ impl GpuBackend {
         }
         {
             let view = slice.get_mapped_range().map_err(|_| GpuError::Readback)?;
-            dst.copy_from_slice(bytemuck::cast_slice(&view));
+            dst.copy_from_slice(&view[..]);
         }
         self.staging.unmap();
         Ok(())

@@ -76,12 +76,7 @@ impl GpuBackend {
             rows,
             1,
         )?;
-        let mut f = vec![0f32; out.len()];
-        self.readback(Src::Part, 0, &mut f)?;
-        for (d, v) in out.iter_mut().zip(f) {
-            *d = v.to_bits();
-        }
-        Ok(())
+        self.readback(Src::Part, 0, bytemuck::cast_slice_mut(out))
     }
 }
 
@@ -89,29 +84,32 @@ impl Backend for GpuBackend {
     type Error = GpuError;
 
     fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), GpuError> {
-        let e = self.weights.get(table)?.clone();
-        if out.len != tokens.len() * e.cols || tokens.len() > self.rec.host_capacity() {
+        let e = self.weights.get(table)?;
+        let (ty, rows, cols, row_bytes) = (e.ty, e.rows, e.cols, e.row_bytes);
+        let pieces = e.pieces.len();
+        if out.len != tokens.len() * cols || tokens.len() > self.rec.host_capacity() {
             return Err(GpuError::BadRegion);
         }
-        if tokens.iter().any(|&t| t as usize >= e.rows) {
+        if tokens.iter().any(|&t| t as usize >= rows) {
             return Err(GpuError::BadShape);
         }
         let (s, o) = self.at(out)?;
-        for pc in &e.pieces {
+        for i in 0..pieces {
+            let pc = self.weights.get(table)?.pieces[i];
             let h = self.rec.begin(&self.ctx, tokens);
             let p = [
                 u(pc.row0)?,
                 u(pc.rows)?,
-                u(e.row_bytes)?,
+                u(row_bytes)?,
                 pc.base,
-                u(e.cols)?,
+                u(cols)?,
                 u(tokens.len())?,
                 h,
                 o,
             ];
             let n = u(tokens.len())?;
             self.run(
-                Kernel::Embed(e.ty),
+                Kernel::Embed(ty),
                 "main",
                 [s, s, s],
                 Some(pc.pool),
@@ -162,28 +160,31 @@ impl Backend for GpuBackend {
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), GpuError> {
-        let e = self.weights.get(w)?.clone();
-        if x.len != rows * e.cols || out.len != rows * e.rows {
+        let e = self.weights.get(w)?;
+        let (ty, w_rows, cols, row_bytes) = (e.ty, e.rows, e.cols, e.row_bytes);
+        let pieces = e.pieces.len();
+        if x.len != rows * cols || out.len != rows * w_rows {
             return Err(GpuError::BadRegion);
         }
         let (sx, ox) = self.at(x)?;
         let (so, oo) = self.at(out)?;
-        for pc in &e.pieces {
+        for i in 0..pieces {
+            let pc = self.weights.get(w)?.pieces[i];
             self.rec.begin(&self.ctx, &[]);
             let p = [
                 u(pc.rows)?,
-                u(e.cols)?,
-                u(e.row_bytes)?,
+                u(cols)?,
+                u(row_bytes)?,
                 pc.base,
                 ox,
                 oo + u(pc.row0)?,
-                u(e.rows)?,
+                u(w_rows)?,
                 u(rows)?,
             ];
             let z = u(rows.div_ceil(4))?;
             let n = u(pc.rows.div_ceil(MATMUL_ROWS_PER_GROUP))?;
             self.run(
-                Kernel::Matmul(e.ty),
+                Kernel::Matmul(ty),
                 "main",
                 [sx, so, sx],
                 Some(pc.pool),
@@ -383,6 +384,6 @@ impl Backend for GpuBackend {
             return Err(GpuError::BadRegion);
         }
         let (s, o) = self.at(src)?;
-        self.readback(Src::Arena(s), o as u64 * 4, dst)
+        self.readback(Src::Arena(s), o as u64 * 4, bytemuck::cast_slice_mut(dst))
     }
 }
