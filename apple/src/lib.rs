@@ -1,6 +1,38 @@
 //! # glimmer-apple
 //!
-//! The wgpu backend (Metal on Apple Silicon, Vulkan elsewhere) will live here, running the WGSL
-//! shaders from `shaders/`. It has no code yet: the Apple issue builds it. The crate exists so
-//! the workspace layout in DESIGN.md is whole and every target checks.
-#![no_std]
+//! The GPU backend of Glimmer: WGSL kernels (in the workspace's `shaders/`) run through wgpu,
+//! on Metal on Apple Silicon and on Vulkan elsewhere (lavapipe, Mesa's CPU Vulkan driver, in
+//! CI).
+//!
+//! How the pieces fit:
+//! - [`GpuContext`] opens the adapter and device and decides whether the kernels use subgroup
+//!   reductions ([`GpuOptions`]).
+//! - [`GpuBackend`] implements [`glimmer_core::exec::Backend`]. It holds the activation arena
+//!   of a [`glimmer_core::exec::Layout`] (split into several storage buffers when it exceeds
+//!   the adapter's largest binding), the weights ([`GpuBackend::upload_model`], copied once,
+//!   GGUF blocks byte for byte), the KV cache ([`KvShape`], f16 or f32, one buffer per layer,
+//!   rings for sliding layers) and the pipelines, made on first use and cached.
+//! - Ops record compute passes into one command encoder; `read` submits the step and maps the
+//!   result back: a decode step is one submission.
+//!
+//! Weights are read as stored: the kernels address the weight buffers by byte (blocks such as
+//! Q4_0's 18 bytes are only 2-byte aligned) with u32 loads and funnel shifts; nothing is
+//! repacked at load. Matmuls multiply dequantized weights with f32 activations (the CPU
+//! reference quantizes activations to 8 bits first, so the two agree to that precision).
+#![deny(missing_docs)]
+
+mod arena;
+mod backend;
+mod context;
+mod error;
+mod kv;
+mod ops;
+mod recorder;
+mod shaders;
+mod weights;
+
+pub use backend::GpuBackend;
+pub use context::{GpuContext, GpuOptions};
+pub use error::GpuError;
+pub use kv::{GpuKvType, KvShape};
+pub use shaders::supports;

@@ -1,0 +1,95 @@
+//! [`GpuContext`]: the adapter, device and queue, and what the kernels may use on them.
+
+use crate::GpuError;
+
+/// Choices made when opening the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Use subgroup reductions when the adapter supports them (otherwise, or when `false`,
+    /// reductions go through workgroup memory).
+    pub subgroups: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        Self { subgroups: true }
+    }
+}
+
+/// An open GPU device (Metal on Apple, Vulkan elsewhere) with the facts the backend needs.
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) limits: wgpu::Limits,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) subgroups: bool,
+}
+
+impl GpuContext {
+    /// Opens the first high-performance Vulkan or Metal adapter (`WGPU_BACKEND` and
+    /// `WGPU_ADAPTER_NAME` may narrow the choice), with the adapter's own limits.
+    pub fn new(opts: GpuOptions) -> Result<Self, GpuError> {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = wgpu::Backends::VULKAN | wgpu::Backends::METAL;
+        let instance = wgpu::Instance::new(desc.with_env());
+        let ropts = wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            apply_limit_buckets: false,
+            ..Default::default()
+        };
+        let adapter = pollster::block_on(instance.request_adapter(&ropts))
+            .map_err(|_| GpuError::NoAdapter)?;
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        // Subgroup reductions assume one fixed subgroup size that divides the 64-invocation
+        // workgroups (see shaders/reduce_sg.wgsl).
+        let sg = info.subgroup_min_size;
+        let subgroups = opts.subgroups
+            && adapter.features().contains(wgpu::Features::SUBGROUP)
+            && sg == info.subgroup_max_size
+            && (4..=64).contains(&sg)
+            && 64 % sg == 0;
+        let features = if subgroups {
+            wgpu::Features::SUBGROUP
+        } else {
+            wgpu::Features::empty()
+        };
+        let ddesc = wgpu::DeviceDescriptor {
+            label: Some("glimmer"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&ddesc))
+            .map_err(|_| GpuError::RequestDevice)?;
+        Ok(GpuContext {
+            device,
+            queue,
+            limits,
+            info,
+            subgroups,
+        })
+    }
+
+    /// The adapter's name and backend, for logs (`"llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)"`).
+    pub fn describe(&self) -> String {
+        format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+
+    /// Whether the kernels use subgroup reductions.
+    pub fn uses_subgroups(&self) -> bool {
+        self.subgroups
+    }
+
+    /// Whether the adapter is a CPU implementation (lavapipe, llvmpipe).
+    pub fn is_cpu(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// Largest storage-buffer binding in bytes (buffers are split to stay under it).
+    pub fn max_binding(&self) -> u64 {
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
+    }
+}

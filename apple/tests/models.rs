@@ -1,0 +1,153 @@
+//! End to end on the real models: the GPU backend's top-1 token agrees with the CPU backend's
+//! at every position, for a prompt prefilled as one chunk (every row's logits) and for
+//! prompt tokens fed one at a time (the decode path). Prints the largest logit difference.
+
+mod common;
+
+use std::path::PathBuf;
+
+use glimmer_apple::{GpuBackend, GpuContext, GpuKvType, KvShape};
+use glimmer_boards::engine::{Engine, Loaded};
+use glimmer_boards::model_file::{models_dir, ModelFile, DEFAULT_MODEL, GEMMA3_MODEL};
+use glimmer_core::exec::{Backend, Layout, Limits, LogitRows, Model};
+use glimmer_core::kv::KvGeometry;
+use glimmer_core::plan::KvType;
+use glimmer_core::sample::argmax;
+
+const LIMITS: Limits = Limits {
+    chunk: 32,
+    logit_rows: 32,
+    ctx: 256,
+    threads: 1,
+};
+
+fn model(name: &str) -> Option<PathBuf> {
+    let p = models_dir().join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("SKIP: {} not found (set GLIMMER_MODELS)", p.display());
+        None
+    }
+}
+
+struct Gpu<'m, 'f> {
+    loaded: &'m Loaded<'f>,
+    layout: Layout,
+    b: GpuBackend,
+    pos: u32,
+}
+
+impl<'m, 'f> Gpu<'m, 'f> {
+    fn new(ctx: GpuContext, loaded: &'m Loaded<'f>) -> Self {
+        let s = &loaded.spec;
+        let layout = Layout::new(s, LIMITS).unwrap();
+        let geo = KvGeometry::new(s, LIMITS.ctx, LIMITS.chunk, KvType::F16).unwrap();
+        let shape = KvShape::from_geometry(&geo, GpuKvType::F16);
+        let mut b = GpuBackend::new(ctx, &layout, shape, s.n_head, s.head_dim_v).unwrap();
+        b.upload_model(&loaded.weights).unwrap();
+        Gpu {
+            loaded,
+            layout,
+            b,
+            pos: 0,
+        }
+    }
+
+    /// Feeds `tokens` as one chunk; returns `n_vocab` logits per requested row.
+    fn forward(&mut self, tokens: &[u32], rows: LogitRows) -> Vec<f32> {
+        let m = Model {
+            spec: &self.loaded.spec,
+            weights: &self.loaded.weights,
+            layout: &self.layout,
+        };
+        let n = m.forward(&mut self.b, tokens, self.pos, rows).unwrap();
+        self.pos += tokens.len() as u32;
+        let mut out = vec![0.0; n * self.loaded.spec.n_vocab];
+        self.b
+            .read(self.layout.logits.prefix(out.len()), &mut out)
+            .unwrap();
+        out
+    }
+}
+
+/// Compares top-1 per row; returns the largest |logit| difference.
+fn agree(what: &str, cpu: &[f32], gpu: &[f32], nv: usize, first_pos: usize) -> f32 {
+    let mut worst = 0f32;
+    for (r, (c, g)) in cpu.chunks_exact(nv).zip(gpu.chunks_exact(nv)).enumerate() {
+        let (tc, tg) = (argmax(c).unwrap(), argmax(g).unwrap());
+        let d = c.iter().zip(g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        worst = worst.max(d);
+        assert_eq!(
+            tc,
+            tg,
+            "{what}: position {} top-1 cpu {tc} ({}) gpu {tg} ({}), max_diff {d}",
+            first_pos + r,
+            c[tc as usize],
+            g[tg as usize]
+        );
+    }
+    worst
+}
+
+fn check_model(name: &str, prompts: [&str; 2]) {
+    let Some(path) = model(name) else { return };
+    let Some(ctx) = common::gpu(Default::default()) else {
+        return;
+    };
+    eprintln!(
+        "{name} on {} (subgroups: {})",
+        ctx.describe(),
+        ctx.uses_subgroups()
+    );
+    let file = ModelFile::open(&path).unwrap();
+    let loaded = Loaded::new(&file).unwrap();
+    let nv = loaded.spec.n_vocab;
+    let mut gpu = Gpu::new(ctx, &loaded);
+    let mut cpu = Engine::new(&loaded, LIMITS).unwrap();
+
+    // Prompt 1 in one chunk, every row's logits.
+    let a = loaded.tokenizer.encode(prompts[0], true, false).unwrap();
+    assert!(a.len() > 8 && a.len() <= 32, "{} tokens", a.len());
+    let mut c = vec![0.0; a.len() * nv];
+    cpu.forward(&a, LogitRows::All, &mut c).unwrap();
+    let g = gpu.forward(&a, LogitRows::All);
+    let d1 = agree(&format!("{name} prefill"), &c, &g, nv, 0);
+
+    // Prompt 2 one token at a time, after prompt 1 (positions continue).
+    let b = loaded.tokenizer.encode(prompts[1], false, false).unwrap();
+    let mut d2 = 0f32;
+    let mut lc = vec![0.0; nv];
+    for (i, &t) in b.iter().enumerate() {
+        cpu.forward(&[t], LogitRows::Last, &mut lc).unwrap();
+        let lg = gpu.forward(&[t], LogitRows::Last);
+        d2 = d2.max(agree(&format!("{name} decode"), &lc, &lg, nv, a.len() + i));
+    }
+    eprintln!(
+        "{name}: prefill {} positions max_diff {d1}, decode {} positions max_diff {d2}",
+        a.len(),
+        b.len()
+    );
+}
+
+#[test]
+fn smollm2_top1_matches_cpu_every_position() {
+    check_model(
+        DEFAULT_MODEL,
+        [
+            "The quick brown fox jumps over the lazy dog. Then the dog wakes up and",
+            " Paris is the capital of France, and Berlin is the capital of",
+        ],
+    );
+}
+
+#[test]
+fn gemma3_top1_matches_cpu_every_position() {
+    check_model(
+        GEMMA3_MODEL,
+        [
+            "The quick brown fox jumps over the lazy dog. Then the dog wakes up and",
+            " Paris is the capital of France, and Berlin is the capital of",
+        ],
+    );
+}

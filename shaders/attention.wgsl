@@ -1,0 +1,155 @@
+// Decode/prefill attention over one layer of the hybrid KV cache (see kv.wgsl), split-K.
+//
+// `partial`: one workgroup per (row, head, split). A split is a run of at most SPLIT keys of
+// the positions visible to the row's query (the last `window` ones for a sliding layer, all
+// up to its own position otherwise). It writes the split's running max m, the sum l of
+// exp(score - m), and the unnormalised output sum exp(score - m) v into `part`.
+// `combine`: one workgroup per (row, head) merges the splits and writes the output row.
+// With an f16 cache the query is rounded to f16 first, as llama.cpp does.
+// Needs a reduce_*.wgsl.
+struct P {
+    q_off: u32,     // a0: (rows, n_head, hd), rows from row0
+    out_off: u32,   // a1: (rows, n_head, hdv)
+    rows: u32,      // rows in this group
+    row0: u32,      // first row of the group (positions index)
+    n_head: u32,
+    group: u32,     // query heads per KV head
+    hd: u32,
+    hdv: u32,
+    window: u32,    // 0: none
+    pos_off: u32,   // host: positions
+    cap: u32,       // slots of this layer
+    f16: u32,
+    n_split: u32,
+    split_len: u32,
+    scale: f32,
+}
+@group(0) @binding(0) var<uniform> p: P;
+
+const SPLIT: u32 = 256u;
+var<workgroup> qs: array<f32, 512>;
+var<workgroup> sc: array<f32, SPLIT>;
+
+fn key(slot: u32, kvh: u32, d: u32) -> f32 {
+    let e = slot * p.hd * (p.n_head / p.group) + kvh * p.hd + d;
+    if (p.f16 != 0u) {
+        let v = unpack2x16float(kv[e >> 1u]);
+        return select(v.x, v.y, (e & 1u) != 0u);
+    }
+    return bitcast<f32>(kv[e]);
+}
+
+fn value(slot: u32, kvh: u32, d: u32) -> f32 {
+    let n_kv = p.n_head / p.group;
+    let kwords = select(p.hd * n_kv, p.hd * n_kv / 2u, p.f16 != 0u);
+    let e = slot * p.hdv * n_kv + kvh * p.hdv + d;
+    if (p.f16 != 0u) {
+        let v = unpack2x16float(kv[p.cap * kwords + (e >> 1u)]);
+        return select(v.x, v.y, (e & 1u) != 0u);
+    }
+    return bitcast<f32>(kv[p.cap * kwords + e]);
+}
+
+fn part_base(row: u32, h: u32, s: u32) -> u32 {
+    return ((row * p.n_head + h) * p.n_split + s) * (p.hdv + 2u);
+}
+
+@compute @workgroup_size(64)
+fn partial(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
+) {
+    SG_INIT
+    let id = flat_wg(wid, nwg);
+    if (id >= p.rows * p.n_head * p.n_split) {
+        return;
+    }
+    let s = id % p.n_split;
+    let h = (id / p.n_split) % p.n_head;
+    let row = id / (p.n_split * p.n_head);
+    let kvh = h / p.group;
+    let pos = host[p.pos_off + p.row0 + row];
+    var first = 0u;
+    if (p.window != 0u && pos + 1u > p.window) {
+        first = pos + 1u - p.window;
+    }
+    let start = first + s * p.split_len;
+    let end = min(start + p.split_len, pos + 1u);
+    var n = 0u;
+    if (end > start) {
+        n = end - start;
+    }
+    let qo = p.q_off + (row * p.n_head + h) * p.hd;
+    for (var d = lid; d < p.hd; d = d + 64u) {
+        var q = a0[qo + d];
+        if (p.f16 != 0u) {
+            q = round_f16(q);
+        }
+        qs[d] = q;
+    }
+    workgroupBarrier();
+    var m = -3.0e38;
+    for (var j = lid; j < n; j = j + 64u) {
+        let slot = (start + j) % p.cap;
+        var dot = 0.0;
+        for (var d = 0u; d < p.hd; d = d + 1u) {
+            dot = dot + qs[d] * key(slot, kvh, d);
+        }
+        let v = dot * p.scale;
+        sc[j] = v;
+        m = max(m, v);
+    }
+    m = wg_max(m, lid);
+    var l = 0.0;
+    for (var j = lid; j < n; j = j + 64u) {
+        let e = exp(sc[j] - m);
+        sc[j] = e;
+        l = l + e;
+    }
+    l = wg_sum(l, lid);
+    let base = part_base(row, h, s);
+    for (var d = lid; d < p.hdv; d = d + 64u) {
+        var o = 0.0;
+        for (var j = 0u; j < n; j = j + 1u) {
+            o = o + sc[j] * value((start + j) % p.cap, kvh, d);
+        }
+        part[base + d] = o;
+    }
+    if (lid == 0u) {
+        part[base + p.hdv] = m;
+        part[base + p.hdv + 1u] = l;
+    }
+}
+
+@compute @workgroup_size(64)
+fn combine(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>
+) {
+    let id = flat_wg(wid, nwg);
+    if (id >= p.rows * p.n_head) {
+        return;
+    }
+    let h = id % p.n_head;
+    let row = id / p.n_head;
+    var mx = -3.0e38;
+    for (var s = 0u; s < p.n_split; s = s + 1u) {
+        mx = max(mx, part[part_base(row, h, s) + p.hdv]);
+    }
+    var l = 0.0;
+    for (var s = 0u; s < p.n_split; s = s + 1u) {
+        let b = part_base(row, h, s);
+        l = l + part[b + p.hdv + 1u] * exp(part[b + p.hdv] - mx);
+    }
+    let oo = p.out_off + (row * p.n_head + h) * p.hdv;
+    for (var d = lid; d < p.hdv; d = d + 64u) {
+        var o = 0.0;
+        for (var s = 0u; s < p.n_split; s = s + 1u) {
+            let b = part_base(row, h, s);
+            o = o + part[b + d] * exp(part[b + p.hdv] - mx);
+        }
+        a1[oo + d] = o / l;
+    }
+}

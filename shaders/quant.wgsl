@@ -1,0 +1,151 @@
+// Dequantization of one unit of 32 consecutive weights of a row, straight from GGUF blocks.
+//
+// `rb` is the byte offset of the row in the weight pool, `u` the unit index within the row
+// (32 elements: one block of the 32-element formats, one sub-block of 32 of a K-quant
+// super-block). Results go to the private array `dq`, with the same f32 operations as the CPU
+// reference's dequantization. The Rust side renames the chosen `deq_<fmt>` to `deq_unit`.
+var<private> dq: array<f32, 32>;
+
+// Nibbles of the 16 bytes at `qs`: element j from the low nibble of byte j, j + 16 from the
+// high nibble, minus `off`, times `d`, plus `m`.
+fn deq_nib32(qs: u32, d: f32, m: f32, off: f32) {
+    for (var k = 0u; k < 4u; k = k + 1u) {
+        let w = ld_u32(qs + 4u * k);
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            let byte = (w >> (8u * b)) & 0xffu;
+            dq[4u * k + b] = d * (f32(byte & 15u) - off) + m;
+            dq[16u + 4u * k + b] = d * (f32(byte >> 4u) - off) + m;
+        }
+    }
+}
+
+// Q4_0, 18 bytes: f16 d, 16 bytes of nibbles; y = d * (q - 8).
+fn deq_q4_0(rb: u32, u: u32) {
+    let base = rb + u * 18u;
+    deq_nib32(base + 2u, ld_f16(base), 0.0, 8.0);
+}
+
+// Q4_1, 20 bytes: f16 d, f16 m, nibbles; y = d * q + m.
+fn deq_q4_1(rb: u32, u: u32) {
+    let base = rb + u * 20u;
+    deq_nib32(base + 4u, ld_f16(base), ld_f16(base + 2u), 0.0);
+}
+
+// Q5_0, 22 bytes: f16 d, u32 of fifth bits (bit j for element j), nibbles; y = d * (q - 16).
+fn deq_q5_0(rb: u32, u: u32) {
+    let base = rb + u * 22u;
+    let d = ld_f16(base);
+    let qh = ld_u32(base + 2u);
+    for (var k = 0u; k < 4u; k = k + 1u) {
+        let w = ld_u32(base + 6u + 4u * k);
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            let j = 4u * k + b;
+            let byte = (w >> (8u * b)) & 0xffu;
+            let lo = (byte & 15u) | (((qh >> j) & 1u) << 4u);
+            let hi = (byte >> 4u) | (((qh >> (j + 16u)) & 1u) << 4u);
+            dq[j] = d * (f32(lo) - 16.0);
+            dq[j + 16u] = d * (f32(hi) - 16.0);
+        }
+    }
+}
+
+// Q8_0, 34 bytes: f16 d, 32 signed bytes; y = d * q.
+fn deq_q8_0(rb: u32, u: u32) {
+    let base = rb + u * 34u;
+    let d = ld_f16(base);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let w = ld_u32(base + 2u + 4u * k);
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            dq[4u * k + b] = d * sbyte(w, b);
+        }
+    }
+}
+
+// 6-bit scale and min of sub-block j of a Q4_K / Q5_K block whose 12 scale bytes are at `s`.
+fn scale_min_k4(s: u32, j: u32) -> vec2<f32> {
+    if (j < 4u) {
+        return vec2<f32>(f32(ld_u8(s + j) & 63u), f32(ld_u8(s + j + 4u) & 63u));
+    }
+    let sc = (ld_u8(s + j + 4u) & 15u) | ((ld_u8(s + j - 4u) >> 6u) << 4u);
+    let m = (ld_u8(s + j + 4u) >> 4u) | ((ld_u8(s + j) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(m));
+}
+
+// Q4_K, 144 bytes per 256: f16 d, f16 dmin, 12 scale bytes, 128 bytes of nibbles.
+// Sub-block j: bytes 32(j/2).. low (j even) or high (j odd) nibbles; y = (d sc) q - (dmin m).
+fn deq_q4_k(rb: u32, u: u32) {
+    let base = rb + (u / 8u) * 144u;
+    let j = u % 8u;
+    let sm = scale_min_k4(base + 4u, j);
+    let ds = ld_f16(base) * sm.x;
+    let dm = ld_f16(base + 2u) * sm.y;
+    let sh = (j & 1u) * 4u;
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let w = ld_u32(base + 16u + 32u * (j / 2u) + 4u * k);
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            let q = (w >> (8u * b + sh)) & 15u;
+            dq[4u * k + b] = ds * f32(q) - dm;
+        }
+    }
+}
+
+// Q5_K, 176 bytes per 256: as Q4_K plus 32 bytes of fifth bits at 16 (bit j of byte l is
+// bit 4 of element 32j + l); the nibbles start at 48.
+fn deq_q5_k(rb: u32, u: u32) {
+    let base = rb + (u / 8u) * 176u;
+    let j = u % 8u;
+    let sm = scale_min_k4(base + 4u, j);
+    let ds = ld_f16(base) * sm.x;
+    let dm = ld_f16(base + 2u) * sm.y;
+    let sh = (j & 1u) * 4u;
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let w = ld_u32(base + 48u + 32u * (j / 2u) + 4u * k);
+        let h = ld_u32(base + 16u + 4u * k);
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            let q = ((w >> (8u * b + sh)) & 15u) | (((h >> (8u * b + j)) & 1u) << 4u);
+            dq[4u * k + b] = ds * f32(q) - dm;
+        }
+    }
+}
+
+// Q6_K, 210 bytes per 256: 128 bytes low nibbles, 64 bytes of top bit pairs, 16 i8 scales
+// (one per 16 elements), f16 d. Unit j covers elements 32j..32j+32: half h = j / 4,
+// quarter c = j % 4 takes nibble (c / 2) of ql[64h + 32(c % 2) + l] and bits 2c..2c+1 of
+// qh[32h + l]; y = (d * scale) * (q - 32).
+fn deq_q6_k(rb: u32, u: u32) {
+    let base = rb + (u / 8u) * 210u;
+    let j = u % 8u;
+    let h = j / 4u;
+    let c = j % 4u;
+    let d = ld_f16(base + 208u);
+    let s0 = d * f32(i32(ld_u8(base + 192u + 2u * j) << 24u) >> 24u);
+    let s1 = d * f32(i32(ld_u8(base + 193u + 2u * j) << 24u) >> 24u);
+    let nsh = (c / 2u) * 4u;
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let wl = ld_u32(base + 64u * h + 32u * (c % 2u) + 4u * k);
+        let wh = ld_u32(base + 128u + 32u * h + 4u * k);
+        for (var b = 0u; b < 4u; b = b + 1u) {
+            let lo = (wl >> (8u * b + nsh)) & 15u;
+            let hi = (wh >> (8u * b + 2u * c)) & 3u;
+            let q = f32(lo | (hi << 4u)) - 32.0;
+            let l = 4u * k + b;
+            dq[l] = select(s1, s0, l < 16u) * q;
+        }
+    }
+}
+
+// F32 weights.
+fn deq_f32(rb: u32, u: u32) {
+    for (var i = 0u; i < 32u; i = i + 1u) {
+        dq[i] = bitcast<f32>(ld_u32(rb + (u * 32u + i) * 4u));
+    }
+}
+
+// F16 weights.
+fn deq_f16(rb: u32, u: u32) {
+    for (var i = 0u; i < 16u; i = i + 1u) {
+        let v = unpack2x16float(ld_u32(rb + u * 64u + 4u * i));
+        dq[2u * i] = v.x;
+        dq[2u * i + 1u] = v.y;
+    }
+}
