@@ -129,6 +129,7 @@ impl Pair {
                 SCORES,
                 kv,
                 Kernels::scalar(),
+                &glimmer_core::exec::Serial,
             );
             op(&mut Cpu(&mut cpu));
         }
