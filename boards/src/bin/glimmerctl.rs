@@ -48,6 +48,11 @@ enum Cmd {
         /// auto (the model decides), required (each reply starts with a tool call) or none.
         #[arg(long, default_value = "auto")]
         tool_choice: String,
+        /// Let the model write tool-call arguments freely. By default the daemon constrains
+        /// them while decoding, so every call names an offered tool and its arguments pass
+        /// the tool's schema.
+        #[arg(long)]
+        unconstrained: bool,
     },
     /// Run a tool directly: `glimmerctl invoke read_temperature '{"zone":"sim"}'`.
     Invoke {
@@ -113,6 +118,7 @@ fn chat(
     seed: u64,
     tools: Option<Vec<String>>,
     tool_choice: &str,
+    constrained: bool,
 ) -> Result<(), ClientError> {
     let choice = match tool_choice {
         "auto" => ToolChoice::Auto,
@@ -133,7 +139,7 @@ fn chat(
         },
         system,
         tools,
-        constrained_tool_args: false,
+        constrained_tool_args: constrained,
     };
     let s = c.open_session(&opts)?;
     if choice != ToolChoice::Auto {
@@ -170,6 +176,7 @@ fn run(cli: Cli) -> Result<(), ClientError> {
             seed,
             tools,
             tool_choice,
+            unconstrained,
         } => chat(
             &mut c,
             message,
@@ -179,6 +186,7 @@ fn run(cli: Cli) -> Result<(), ClientError> {
             seed,
             tools,
             &tool_choice,
+            !unconstrained,
         ),
         Cmd::Invoke { tool, args } => {
             println!("{}", c.invoke_tool(&tool, &args)?);

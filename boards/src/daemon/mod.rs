@@ -19,6 +19,7 @@
 mod board_tools;
 mod config;
 mod conn;
+mod constrain;
 mod error;
 mod invoke;
 pub mod listen;

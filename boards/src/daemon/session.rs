@@ -11,13 +11,14 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use glimmer_core::chat::toolcall::{CallParser, ToolEvent, ToolSet};
+use glimmer_core::chat::toolcall::{CallParser, Dialect, ToolEvent, ToolSet};
 use glimmer_core::exec::LogitRows;
 use glimmer_core::proto::{
     DoneStats, ErrorCode, EventKind, Response, Role, StopReason, ToolChoice,
 };
 use glimmer_core::sample::Sampler;
 
+use super::constrain::{self, CallTracker};
 use super::invoke::ToolReply;
 use super::outbox::Outbox;
 use super::prompt;
@@ -73,6 +74,8 @@ pub(crate) struct Turn {
     forced_args: Option<String>,
     /// The closing text the daemon wrote after forced arguments, to feed with the results.
     forced_close: Option<&'static str>,
+    /// Whether the generated text is inside a call block, for constrained decoding.
+    call: CallTracker,
 }
 
 /// A session: its slot, sampler, tools and conversation state.
@@ -196,6 +199,10 @@ impl Session {
         self.started = true;
         self.pending = None;
         parser.reset();
+        let call = match &opener {
+            Some(o) => CallTracker::inside_after(o.split_once("<tool_call>").map_or("", |x| x.1)),
+            None => CallTracker::default(),
+        };
         if let Some(o) = opener {
             parser.push(&o).map_err(|e| internal(&e))?;
         }
@@ -214,6 +221,7 @@ impl Session {
             cancel: false,
             forced_args: forced_name.then(String::new),
             forced_close: None,
+            call,
         });
         Ok(())
     }
@@ -276,13 +284,35 @@ impl Session {
     }
 
     fn decode_step(&mut self, cx: &mut Ctx<'_, '_>, parser: &mut Parser<'_>) {
-        // Hook for constrained decoding of tool-call arguments: when
-        // `self.constrained_tool_args` is set and the parser is inside a call block, the
-        // logits are to be masked to the call's schema here, before sampling. Until the
-        // constraint engine exists the flag is recorded and arguments are checked after
-        // parsing (`tools::check_args`).
+        // Constrained decoding of tool-call arguments: inside a call block the logits are
+        // restricted to tokens that keep the call valid for the session's tools.
         let t0 = Instant::now();
-        let sampled = self.sampler.sample(&self.logits, cx.scratch);
+        let mut chosen = None;
+        let dialect = cx.prompter.dialect();
+        if let (true, Some(d @ Dialect::Hermes), Some(turn)) =
+            (self.constrained_tool_args, dialect, &self.turn)
+        {
+            if let Some(call) = turn.call.call_text() {
+                let greedy = self.sampler.config().temperature <= 0.0;
+                let texts = cx.token_texts;
+                match constrain::constrain(
+                    &self.tools,
+                    d,
+                    call,
+                    &mut self.logits,
+                    texts,
+                    cx.scratch,
+                    greedy,
+                ) {
+                    Ok(t) => chosen = t,
+                    Err(e) => log::warn!("session {}: {e}; decoding unconstrained", self.id),
+                }
+            }
+        }
+        let sampled = match chosen {
+            Some(t) => Ok(t),
+            None => self.sampler.sample(&self.logits, cx.scratch),
+        };
         let tok = match sampled {
             Ok(t) => t,
             Err(e) => return self.fail(parser, ErrorCode::Internal, &format!("{e:?}")),
@@ -298,6 +328,7 @@ impl Session {
         match tokenizer.decode_token(tok) {
             Ok(b) => {
                 turn.utf8.extend_from_slice(&b);
+                turn.call.push(&String::from_utf8_lossy(&b));
                 close_forced_args(turn, &b);
             }
             Err(e) => return self.fail(parser, ErrorCode::Internal, &e.to_string()),

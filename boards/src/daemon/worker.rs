@@ -84,6 +84,8 @@ pub(crate) struct Ctx<'e, 'f> {
     pub scratch: &'e mut [u32],
     pub chunk: usize,
     pub default_system: Option<&'e str>,
+    /// Each token's text, for constrained decoding of tool calls.
+    pub token_texts: &'e [Option<String>],
 }
 
 /// Loads the model and serves commands until `Shutdown`; `ready` gets the load result.
@@ -149,6 +151,7 @@ pub(crate) fn run(
         cursor: 0,
         n_vocab: loaded.spec.n_vocab,
     };
+    let token_texts = super::constrain::token_texts(&loaded.tokenizer);
     let mut cx = Ctx {
         engine: &mut engine,
         prompter,
@@ -157,6 +160,7 @@ pub(crate) fn run(
         scratch: &mut scratch,
         chunk: cfg.chunk.max(1),
         default_system: cfg.default_system.as_deref(),
+        token_texts: &token_texts,
     };
     'serve: loop {
         let busy = w.sessions.values().any(Session::runnable);
@@ -383,9 +387,6 @@ impl Worker {
             tools,
             self.n_vocab,
         );
-        if constrained {
-            log::warn!("session {id}: constrained tool arguments requested; arguments are checked after parsing");
-        }
         s.constrained_tool_args = constrained;
         self.sessions.insert(id, s);
         cx.shared.stats.sessions.fetch_add(1, Ordering::Relaxed);
