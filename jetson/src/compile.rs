@@ -159,7 +159,10 @@ mod tests {
             "gemv_q6_k_r1",
             "gemv_q6_k_r8",
             "gemv_q5_k_r1",
-            "attn_split", "kv_store_f16", "embed_rows"] {
+            "attn_split",
+            "kv_store_f16",
+            "embed_rows",
+        ] {
             assert!(
                 text.contains(&format!(".entry {name}")),
                 "{name} missing from PTX"
