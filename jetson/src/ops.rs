@@ -59,18 +59,22 @@ impl CudaBackend {
             return Err(CudaError::UnsupportedType(w.ty));
         }
         let fns = self.gpu.fns();
-        let n_blocks = rows * cols / 32;
-        self.gpu.launch(
-            raw(&fns.quantize_q8_1),
-            (n_blocks.div_ceil(8) as u32, 1, 1),
-            256,
-            &[
-                Arg::P(x),
-                Arg::P(self.aq.ptr()),
-                Arg::P(self.ads.ptr()),
-                Arg::int(n_blocks)?,
-            ],
-        )?;
+        if self.qx != Some((x, rows, cols)) {
+            self.qx = None;
+            let n_blocks = rows * cols / 32;
+            self.gpu.launch(
+                raw(&fns.quantize_q8_1),
+                (n_blocks.div_ceil(8) as u32, 1, 1),
+                256,
+                &[
+                    Arg::P(x),
+                    Arg::P(self.aq.ptr()),
+                    Arg::P(self.ads.ptr()),
+                    Arg::int(n_blocks)?,
+                ],
+            )?;
+            self.qx = Some((x, rows, cols));
+        }
         // Weight rows are read with 16-byte loads (Q4_K) or aligned 4-byte loads (Q6_K).
         if !w.ptr.is_multiple_of(16) {
             return Err(CudaError::UnsupportedType(w.ty));
@@ -134,6 +138,7 @@ impl Backend for CudaBackend {
     type Error = CudaError;
 
     fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), CudaError> {
+        self.qx = None;
         let t = self.weight(table)?;
         if out.len != tokens.len() * t.cols || tokens.is_empty() {
             return Err(CudaError::BadRegion);
@@ -167,6 +172,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.qx = None;
         let w = match weight {
             Some(t) => {
                 let d = self.weight(t)?;
@@ -219,6 +225,8 @@ impl Backend for CudaBackend {
         match gemv_index(d.ty) {
             Some(i) => self.quantized_matmul(i, d, xp, rows, op),
             None if matches!(d.ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) => {
+                // Its output may overlap the activations that `aq` holds.
+                self.qx = None;
                 let f = raw(&self.gpu.fns().gemv_float);
                 self.gpu.launch(
                     f,
@@ -249,6 +257,7 @@ impl Backend for CudaBackend {
         base: f32,
         style: RopeStyle,
     ) -> Result<(), CudaError> {
+        self.qx = None;
         if x.len != positions.len() * n_heads * head_dim || rope_dim > head_dim {
             return Err(CudaError::BadRegion);
         }
@@ -288,6 +297,7 @@ impl Backend for CudaBackend {
         v: Buf,
         positions: &[u32],
     ) -> Result<(), CudaError> {
+        self.qx = None;
         let n = positions.len();
         let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
         if n == 0 || k.len != n * kd || v.len != n * vd {
@@ -324,6 +334,7 @@ impl Backend for CudaBackend {
         positions: &[u32],
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.qx = None;
         if p.head_dim > MAX_HEAD_DIM
             || p.head_dim_v > MAX_HEAD_DIM
             || p.n_head_kv == 0
@@ -419,6 +430,7 @@ impl Backend for CudaBackend {
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {
+        self.qx = None;
         if gate.len != up.len || !disjoint(gate, up) {
             return Err(CudaError::BadRegion);
         }
@@ -432,6 +444,7 @@ impl Backend for CudaBackend {
     }
 
     fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CudaError> {
+        self.qx = None;
         if x.len != gate.len || !disjoint(x, gate) {
             return Err(CudaError::BadRegion);
         }
@@ -441,6 +454,7 @@ impl Backend for CudaBackend {
     }
 
     fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CudaError> {
+        self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
         self.elementwise(
@@ -451,6 +465,7 @@ impl Backend for CudaBackend {
     }
 
     fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {
+        self.qx = None;
         if x.len != y.len || !disjoint(x, y) {
             return Err(CudaError::BadRegion);
         }
@@ -460,6 +475,7 @@ impl Backend for CudaBackend {
     }
 
     fn scale(&mut self, x: Buf, s: f32) -> Result<(), CudaError> {
+        self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
         self.elementwise(&gpu.fns().scale, &[Arg::P(xp), Arg::F(s)], x.len)
