@@ -128,62 +128,102 @@ template <> __device__ __forceinline__ void decode_sub<T_Q6_K>(const u8* __restr
     w.m = 0.0f;
 }
 
+// Sums `acc[NR]` over the `wpr` warps of each row team and writes row `row` of the NR outputs.
+// Every thread of the block must call this (it may hold a barrier).
+template <int NR>
+__device__ __forceinline__ void team_store(float (&acc)[NR], int wpr, int row, int n_out, int r0,
+                                           float* __restrict__ out) {
+    __shared__ float red[NR * 8];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int r = 0; r < NR; ++r) acc[r] = warp_sum(acc[r]);
+    if (wpr == 1) {
+        if (lane == 0 && row < n_out) {
+#pragma unroll
+            for (int r = 0; r < NR; ++r) out[(size_t)(r0 + r) * n_out + row] = acc[r];
+        }
+        return;
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < NR; ++r) red[r * 8 + warp] = acc[r];
+    }
+    __syncthreads();
+    if (lane == 0 && warp % wpr == 0 && row < n_out) {
+#pragma unroll
+        for (int r = 0; r < NR; ++r) {
+            float s = 0.0f;
+            for (int i = 0; i < wpr; ++i) s += red[r * 8 + warp + i];
+            out[(size_t)(r0 + r) * n_out + row] = s;
+        }
+    }
+}
+
 // out[r * n_out + row] = W[row] . x[r] for NR activation rows starting at blockIdx.y * NR.
-// aq: (rows, cols) int8; ads: (rows, cols / 32) (d, d * sum q).
+// aq: (rows, cols) int8; ads: (rows, cols / 32) (d, d * sum q). A block of up to 8 warps holds
+// teams of `wpr` warps (1, 2, 4 or 8), one team per output row, splitting the row's sub-blocks.
 template <int T, int NR>
 __device__ __forceinline__ void gemv_q(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
                                        const i8* __restrict__ aq, const float2* __restrict__ ads,
-                                       float* __restrict__ out) {
+                                       float* __restrict__ out, int wpr) {
     const int lane = threadIdx.x & 31;
-    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (row >= n_out) return;
+    const int warp = threadIdx.x >> 5;
+    const int row = blockIdx.x * ((blockDim.x >> 5) / wpr) + warp / wpr;
     const int nsub = cols >> 5;
     const int r0 = blockIdx.y * NR;
-    const u8* wr = w + (size_t)row * row_bytes;
     float acc[NR];
 #pragma unroll
     for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
-    for (int sb = lane; sb < nsub; sb += 32) {
-        WSub ws;
-        decode_sub<T>(wr, sb, ws);
+    if (row < n_out) {
+        const u8* wr = w + (size_t)row * row_bytes;
+        const int team = wpr * 32;
+        for (int sb = (warp % wpr) * 32 + lane; sb < nsub; sb += team) {
+            WSub ws;
+            decode_sub<T>(wr, sb, ws);
 #pragma unroll
-        for (int r = 0; r < NR; ++r) {
-            const size_t ar = (size_t)(r0 + r);
-            const int* a = (const int*)(aq + ar * cols + (size_t)sb * 32);
-            const float2 da = ads[ar * nsub + sb];
-            int s0 = 0, s1 = 0;
+            for (int r = 0; r < NR; ++r) {
+                const size_t ar = (size_t)(r0 + r);
+                const int* a = (const int*)(aq + ar * cols + (size_t)sb * 32);
+                const float2 da = ads[ar * nsub + sb];
+                int s0 = 0, s1 = 0;
 #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                s0 = __dp4a(ws.q[i], a[i], s0);
-                s1 = __dp4a(ws.q[i + 4], a[i + 4], s1);
+                for (int i = 0; i < 4; ++i) {
+                    s0 = __dp4a(ws.q[i], a[i], s0);
+                    s1 = __dp4a(ws.q[i + 4], a[i + 4], s1);
+                }
+                acc[r] += da.x * (ws.d0 * (float)s0 + ws.d1 * (float)s1) - ws.m * da.y;
             }
-            acc[r] += da.x * (ws.d0 * (float)s0 + ws.d1 * (float)s1) - ws.m * da.y;
         }
     }
-#pragma unroll
-    for (int r = 0; r < NR; ++r) {
-        const float v = warp_sum(acc[r]);
-        if (lane == 0) out[(size_t)(r0 + r) * n_out + row] = v;
-    }
+    team_store<NR>(acc, wpr, row, n_out, r0, out);
 }
 
 #define GEMV_Q(name, T)                                                                                  \
     extern "C" __global__ void name##_r1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,         \
-                                         const float2* ads, float* out) {                                \
-        gemv_q<T, 1>(w, rb, n_out, cols, aq, ads, out);                                                  \
+                                         const float2* ads, float* out, int wpr) {                       \
+        gemv_q<T, 1>(w, rb, n_out, cols, aq, ads, out, wpr);                                             \
     }                                                                                                    \
     extern "C" __global__ void name##_r8(const u8* w, u64 rb, int n_out, int cols, const i8* aq,         \
-                                         const float2* ads, float* out) {                                \
-        gemv_q<T, 8>(w, rb, n_out, cols, aq, ads, out);                                                  \
+                                         const float2* ads, float* out, int wpr) {                       \
+        gemv_q<T, 8>(w, rb, n_out, cols, aq, ads, out, wpr);                                             \
     }
 
 GEMV_Q(gemv_q4_0, T_Q4_0)
 GEMV_Q(gemv_q4_1, T_Q4_1)
 GEMV_Q(gemv_q5_0, T_Q5_0)
 GEMV_Q(gemv_q8_0, T_Q8_0)
-GEMV_Q(gemv_q4_k, T_Q4_K)
 GEMV_Q(gemv_q5_k, T_Q5_K)
-GEMV_Q(gemv_q6_k, T_Q6_K)
+
+// The 8-row (prefill) kernels of Q4_K and Q6_K; their one-row kernels are in gemv_k.cu.
+extern "C" __global__ void gemv_q4_k_r8(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                        const float2* ads, float* out, int wpr) {
+    gemv_q<T_Q4_K, 8>(w, rb, n_out, cols, aq, ads, out, wpr);
+}
+extern "C" __global__ void gemv_q6_k_r8(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                        const float2* ads, float* out, int wpr) {
+    gemv_q<T_Q6_K, 8>(w, rb, n_out, cols, aq, ads, out, wpr);
+}
 
 // Float weights (F32, F16, BF16) against f32 activations: one warp per output row,
 // blockIdx.y the activation row.

@@ -121,6 +121,10 @@ pub struct CudaBackend {
     pub(crate) kvl: KvLayout,
     pub(crate) weights: DeviceWeights,
     pub(crate) capturing: bool,
+    /// The activations that `aq`/`ads` hold, as `(x, rows, cols)`: a matmul on the same input
+    /// (Q, K and V; gate and up) skips quantizing it again. Every op that may write the arena
+    /// clears it, and so do graph capture and replay.
+    pub(crate) qx: Option<(u64, usize, usize)>,
 }
 
 impl CudaBackend {
@@ -158,6 +162,7 @@ impl CudaBackend {
             kvl: kv,
             weights: DeviceWeights::new(),
             capturing: false,
+            qx: None,
             cap,
             gpu,
         })
@@ -232,6 +237,7 @@ impl CudaBackend {
             return Err(CudaError::BadRegion);
         }
         let p = self.at(dst)?;
+        self.qx = None;
         self.gpu.upload(p, src)
     }
 

@@ -11,10 +11,11 @@ use cudarc::nvrtc::{self, CompileOptions, Ptx};
 use crate::CudaError;
 
 /// Kernel sources in the order they are compiled.
-pub const SOURCES: [(&str, &str); 10] = [
+pub const SOURCES: [(&str, &str); 11] = [
     ("common.cu", include_str!("../../kernels/common.cu")),
     ("quantize.cu", include_str!("../../kernels/quantize.cu")),
     ("gemv.cu", include_str!("../../kernels/gemv.cu")),
+    ("gemv_k.cu", include_str!("../../kernels/gemv_k.cu")),
     ("embed.cu", include_str!("../../kernels/embed.cu")),
     ("norm.cu", include_str!("../../kernels/norm.cu")),
     ("rope.cu", include_str!("../../kernels/rope.cu")),
@@ -125,7 +126,8 @@ mod tests {
         let p = program();
         for name in [
             "quantize_q8_1",
-            "GEMV_Q(gemv_q6_k",
+            "GEMV_Q(gemv_q5_k",
+            "gemv_q6_k_r1",
             "attn_split",
             "attn_combine",
             "argmax_f32",
@@ -151,7 +153,16 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let ptx = r.unwrap_or_else(|e| panic!("{e}: {log}"));
         let text = ptx.to_src();
-        for name in ["gemv_q4_k_r8", "attn_split", "kv_store_f16", "embed_rows"] {
+        for name in [
+            "gemv_q4_k_r8",
+            "gemv_q4_k_r1",
+            "gemv_q6_k_r1",
+            "gemv_q6_k_r8",
+            "gemv_q5_k_r1",
+            "attn_split",
+            "kv_store_f16",
+            "embed_rows",
+        ] {
             assert!(
                 text.contains(&format!(".entry {name}")),
                 "{name} missing from PTX"

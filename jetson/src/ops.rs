@@ -13,6 +13,17 @@ use crate::CudaError;
 /// Warps (output rows) per GEMV block.
 const GEMV_WARPS: usize = 4;
 
+/// Warps that the one-row GEMV gives each output row (1, 2, 4 or 8): split a row's columns over
+/// more warps while there are too few rows to fill the GPU (about 6144 warps) and each warp keeps
+/// at least one full pass (1024 columns).
+pub(crate) fn team_warps(n_out: usize, cols: usize) -> usize {
+    let mut wpr = 1;
+    while wpr < 8 && n_out * wpr < 6144 && cols >= 2048 * wpr {
+        wpr *= 2;
+    }
+    wpr
+}
+
 fn disjoint(a: Buf, b: Buf) -> bool {
     a.off + a.len <= b.off || b.off + b.len <= a.off
 }
@@ -48,22 +59,29 @@ impl CudaBackend {
             return Err(CudaError::UnsupportedType(w.ty));
         }
         let fns = self.gpu.fns();
-        let n_blocks = rows * cols / 32;
-        self.gpu.launch(
-            raw(&fns.quantize_q8_1),
-            (n_blocks.div_ceil(8) as u32, 1, 1),
-            256,
-            &[
-                Arg::P(x),
-                Arg::P(self.aq.ptr()),
-                Arg::P(self.ads.ptr()),
-                Arg::int(n_blocks)?,
-            ],
-        )?;
-        let gx = w.rows.div_ceil(GEMV_WARPS) as u32;
+        if self.qx != Some((x, rows, cols)) {
+            self.qx = None;
+            let n_blocks = rows * cols / 32;
+            self.gpu.launch(
+                raw(&fns.quantize_q8_1),
+                (n_blocks.div_ceil(8) as u32, 1, 1),
+                256,
+                &[
+                    Arg::P(x),
+                    Arg::P(self.aq.ptr()),
+                    Arg::P(self.ads.ptr()),
+                    Arg::int(n_blocks)?,
+                ],
+            )?;
+            self.qx = Some((x, rows, cols));
+        }
+        // Weight rows are read with 16-byte loads (Q4_K) or aligned 4-byte loads (Q6_K).
+        if !w.ptr.is_multiple_of(16) {
+            return Err(CudaError::UnsupportedType(w.ty));
+        }
         let (f1, f8) = &fns.gemv[wi];
         let full = rows / 8;
-        let common = |aq: u64, ads: u64, out: u64| -> Result<[Arg; 7], CudaError> {
+        let common = |aq: u64, ads: u64, out: u64, wpr: usize| -> Result<[Arg; 8], CudaError> {
             Ok([
                 Arg::P(w.ptr),
                 Arg::U(w.row_bytes as u64),
@@ -72,23 +90,29 @@ impl CudaBackend {
                 Arg::P(aq),
                 Arg::P(ads),
                 Arg::P(out),
+                Arg::int(wpr)?,
             ])
         };
         if full > 0 {
-            let a = common(self.aq.ptr(), self.ads.ptr(), out)?;
+            let a = common(self.aq.ptr(), self.ads.ptr(), out, 1)?;
+            let gx = w.rows.div_ceil(GEMV_WARPS) as u32;
             self.gpu
                 .launch(raw(f8), (gx, full as u32, 1), (GEMV_WARPS * 32) as u32, &a)?;
         }
         let rest = rows - full * 8;
         if rest > 0 {
             let r0 = (full * 8) as u64;
+            let wpr = team_warps(w.rows, cols);
+            let warps = if wpr > GEMV_WARPS { wpr } else { GEMV_WARPS };
+            let gx = w.rows.div_ceil(warps / wpr) as u32;
             let a = common(
                 self.aq.ptr() + r0 * cols as u64,
                 self.ads.ptr() + r0 * (cols as u64 / 32) * 8,
                 out + r0 * w.rows as u64 * 4,
+                wpr,
             )?;
             self.gpu
-                .launch(raw(f1), (gx, rest as u32, 1), (GEMV_WARPS * 32) as u32, &a)?;
+                .launch(raw(f1), (gx, rest as u32, 1), (warps * 32) as u32, &a)?;
         }
         Ok(())
     }
@@ -114,6 +138,7 @@ impl Backend for CudaBackend {
     type Error = CudaError;
 
     fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), CudaError> {
+        self.qx = None;
         let t = self.weight(table)?;
         if out.len != tokens.len() * t.cols || tokens.is_empty() {
             return Err(CudaError::BadRegion);
@@ -147,6 +172,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.qx = None;
         let w = match weight {
             Some(t) => {
                 let d = self.weight(t)?;
@@ -199,6 +225,8 @@ impl Backend for CudaBackend {
         match gemv_index(d.ty) {
             Some(i) => self.quantized_matmul(i, d, xp, rows, op),
             None if matches!(d.ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) => {
+                // Its output may overlap the activations that `aq` holds.
+                self.qx = None;
                 let f = raw(&self.gpu.fns().gemv_float);
                 self.gpu.launch(
                     f,
@@ -229,6 +257,7 @@ impl Backend for CudaBackend {
         base: f32,
         style: RopeStyle,
     ) -> Result<(), CudaError> {
+        self.qx = None;
         if x.len != positions.len() * n_heads * head_dim || rope_dim > head_dim {
             return Err(CudaError::BadRegion);
         }
@@ -268,6 +297,7 @@ impl Backend for CudaBackend {
         v: Buf,
         positions: &[u32],
     ) -> Result<(), CudaError> {
+        self.qx = None;
         let n = positions.len();
         let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
         if n == 0 || k.len != n * kd || v.len != n * vd {
@@ -304,6 +334,7 @@ impl Backend for CudaBackend {
         positions: &[u32],
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.qx = None;
         if p.head_dim > MAX_HEAD_DIM
             || p.head_dim_v > MAX_HEAD_DIM
             || p.n_head_kv == 0
@@ -399,6 +430,7 @@ impl Backend for CudaBackend {
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {
+        self.qx = None;
         if gate.len != up.len || !disjoint(gate, up) {
             return Err(CudaError::BadRegion);
         }
@@ -412,6 +444,7 @@ impl Backend for CudaBackend {
     }
 
     fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CudaError> {
+        self.qx = None;
         if x.len != gate.len || !disjoint(x, gate) {
             return Err(CudaError::BadRegion);
         }
@@ -421,6 +454,7 @@ impl Backend for CudaBackend {
     }
 
     fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CudaError> {
+        self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
         self.elementwise(
@@ -431,6 +465,7 @@ impl Backend for CudaBackend {
     }
 
     fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {
+        self.qx = None;
         if x.len != y.len || !disjoint(x, y) {
             return Err(CudaError::BadRegion);
         }
@@ -440,6 +475,7 @@ impl Backend for CudaBackend {
     }
 
     fn scale(&mut self, x: Buf, s: f32) -> Result<(), CudaError> {
+        self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
         self.elementwise(&gpu.fns().scale, &[Arg::P(xp), Arg::F(s)], x.len)
@@ -451,5 +487,23 @@ impl Backend for CudaBackend {
         }
         let p = self.at(src)?;
         self.gpu.download(dst, p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::team_warps;
+
+    #[test]
+    fn team_warps_split_small_outputs_only() {
+        // 30B shapes: K/V projections split four ways, wide outputs one warp per row.
+        assert_eq!(team_warps(256, 6656), 4);
+        assert_eq!(team_warps(4096, 6656), 2);
+        assert_eq!(team_warps(6656, 19968), 1);
+        assert_eq!(team_warps(19968, 6656), 1);
+        // Narrow rows never split below one 1024-column pass per warp.
+        assert_eq!(team_warps(100, 512), 1);
+        assert_eq!(team_warps(300, 4096), 4);
+        assert_eq!(team_warps(1, 1 << 20), 8);
     }
 }

@@ -98,6 +98,7 @@ impl<'m, 'w> CudaModel<'m, 'w> {
                 self.capture(token, pos)?;
             }
             let g = self.graph.as_ref().ok_or(CudaError::Graph)?;
+            self.backend.qx = None;
             g.launch().map_err(CudaError::from)?;
         }
         let n = self.model.spec.n_vocab;
@@ -109,10 +110,12 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         let gpu = self.backend.gpu().clone();
         gpu.begin_capture()?;
         self.backend.capturing = true;
+        self.backend.qx = None;
         let r = self
             .model
             .forward(&mut self.backend, &[token], pos, LogitRows::Last);
         self.backend.capturing = false;
+        self.backend.qx = None;
         // End the capture whatever happened, so the stream is usable again.
         let g = gpu.end_capture();
         r?;

@@ -12,10 +12,65 @@ use glimmer_jetson::{Capacity, CudaBackend, CudaModel, Gpu, KvLayout};
 
 use crate::util::{argmax, compare, Rng};
 
+/// A top-1 flip is a near-tie when the CPU ranks the device's pick within this fraction of
+/// max|logit| of its own top-1 (so the CPU's top-2 gap is below it too), as in the golden tests.
+const NEAR_TIE: f32 = 0.02;
+
+/// Top-1 agreement of the device against the CPU over some positions.
+#[derive(Default)]
+struct Tally {
+    /// Positions where both pick the same token.
+    exact: usize,
+    /// Flips where the CPU's own logits were a near-tie between the two picks.
+    near_tie: usize,
+    /// Flips that are not near-ties: the real failure signal.
+    real: usize,
+    /// Largest CPU-side gap (in units of max|logit|) of a real flip.
+    worst_gap: f32,
+}
+
+impl Tally {
+    /// Counts one position: `cpu` the CPU's logits, `pick` the device's top-1.
+    fn add(&mut self, cpu: &[f32], pick: usize) {
+        let want = argmax(cpu);
+        if pick == want {
+            self.exact += 1;
+            return;
+        }
+        let max_abs = cpu
+            .iter()
+            .fold(0f32, |m, v| m.max(v.abs()))
+            .max(f32::MIN_POSITIVE);
+        let gap = (cpu[want] - cpu.get(pick).copied().unwrap_or(f32::NEG_INFINITY)) / max_abs;
+        if gap < NEAR_TIE {
+            self.near_tie += 1;
+        } else {
+            self.real += 1;
+            self.worst_gap = self.worst_gap.max(gap);
+        }
+    }
+
+    /// One line of counts.
+    fn line(&self, n: usize) -> String {
+        format!(
+            "top-1 exact {}/{n}, flips on near-ties (gap < {NEAR_TIE} max|logit|) {}, real flips {}{}",
+            self.exact,
+            self.near_tie,
+            self.real,
+            if self.real > 0 {
+                format!(" (worst gap {:.3} max|logit|)", self.worst_gap)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
 /// Loads `path` on both backends and feeds `n` pseudo-random tokens (or the whitespace-separated
 /// token ids of the file `$CUDA_CHECK_IDS`, such as a fixture prompt's): token by token on the
 /// CPU, then on the device eagerly (slot 0), with the CUDA graph (slot 1), and as one prefill
-/// call with logits for every row (slot 0 again). Prints agreement and logit differences.
+/// call with logits for every row (slot 0 again). Prints agreement (exact, flips on CPU-side
+/// near-ties, real flips) and logit differences; fails on any real flip.
 pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, String> {
     let file = ModelFile::open(path).map_err(|e| e.to_string())?;
     let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
@@ -79,16 +134,14 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
     let mut ok = true;
     let mut logits = vec![0f32; nv];
     for (mode, slot, graph) in [("eager", 0usize, false), ("graph", 1, true)] {
-        let (mut agree, mut worst) = (0usize, 0f32);
+        let (mut tally, mut worst) = (Tally::default(), 0f32);
         for (i, &t) in tokens.iter().enumerate() {
             let top = m
                 .decode_step(slot, t, i as u32, graph)
                 .map_err(|e| format!("{e:?}"))?;
             m.read_logits(&mut logits).map_err(|e| e.to_string())?;
             let cl = &cpu_logits[i * nv..(i + 1) * nv];
-            if top as usize == argmax(cl) {
-                agree += 1;
-            }
+            tally.add(cl, top as usize);
             if argmax(&logits) != top as usize {
                 println!("  {mode}: device argmax {top} differs from host argmax of the same logits at {i}");
                 ok = false;
@@ -96,10 +149,14 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
             worst = worst.max(compare(cl, &logits).max_rel);
         }
         println!(
-            "  decode {mode}: top-1 agreement {agree}/{n}, max |dlogit|/max|logit| {worst:.3e}"
+            "  decode {mode}: {}, max |dlogit|/max|logit| {worst:.3e}",
+            tally.line(n)
         );
-        println!("SUMMARY|e2e|{name} decode {mode}|{agree}/{n}|{worst:.3e}");
-        ok &= agree * 100 >= n * 90;
+        println!(
+            "SUMMARY|e2e|{name} decode {mode}|{}/{n} exact, {} near-tie, {} real flips|{worst:.3e}",
+            tally.exact, tally.near_tie, tally.real
+        );
+        ok &= tally.real == 0;
     }
 
     // Prefill with every row's logits (one chunk).
@@ -109,17 +166,21 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
         .map_err(|e| format!("{e:?}"))?;
     let mut all = vec![0f32; got * nv];
     m.read_logits(&mut all).map_err(|e| e.to_string())?;
-    let (mut agree, mut worst) = (0usize, 0f32);
+    let (mut tally, mut worst) = (Tally::default(), 0f32);
     for i in 0..got {
         let cl = &cpu_logits[i * nv..(i + 1) * nv];
         let gl = &all[i * nv..(i + 1) * nv];
-        if argmax(cl) == argmax(gl) {
-            agree += 1;
-        }
+        tally.add(cl, argmax(gl));
         worst = worst.max(compare(cl, gl).max_rel);
     }
-    println!("  prefill ({got} rows): top-1 agreement {agree}/{got}, max |dlogit|/max|logit| {worst:.3e}");
-    println!("SUMMARY|e2e|{name} prefill|{agree}/{got}|{worst:.3e}");
-    ok &= agree * 100 >= got * 90;
+    println!(
+        "  prefill ({got} rows): {}, max |dlogit|/max|logit| {worst:.3e}",
+        tally.line(got)
+    );
+    println!(
+        "SUMMARY|e2e|{name} prefill|{}/{got} exact, {} near-tie, {} real flips|{worst:.3e}",
+        tally.exact, tally.near_tie, tally.real
+    );
+    ok &= tally.real == 0;
     Ok(ok)
 }

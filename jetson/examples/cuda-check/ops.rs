@@ -63,7 +63,7 @@ impl Pair {
         let cap = Capacity {
             arena_len: ARENA,
             chunk: 64,
-            max_cols: 1024,
+            max_cols: 4096,
             n_head: N_HEAD,
             head_dim_v: HEAD,
         };
@@ -238,32 +238,47 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     let mut rng = Rng::new(seed);
     let mut ok = true;
 
-    // Matmul: every type, 1 row (decode) and 11 rows (8-row path plus 3 single rows).
-    let (n_out, cols) = (100, 512);
-    for (i, &ty) in TYPES.iter().enumerate() {
-        let data = matrix(&mut rng, ty, n_out, cols, 0.1)?;
-        let t = Tensor {
-            ty,
-            rows: n_out,
-            cols,
-            data: &data,
-            id: 1000 + i as u32,
-        };
-        p.cu.upload(&[t]).map_err(|e| e.to_string())?;
-        for rows in [1usize, 11] {
-            let x = buf(A, rows * cols);
-            let out = buf(B, rows * n_out);
-            let xv = rng.vec(x.len, 1.0);
-            p.put(x, &xv)?;
-            p.poison(out)?;
-            p.run(|b| b.b_matmul(&t, x, rows, out))?;
-            ok &= p.check(
-                &format!("matmul_{}_rows{rows}", ty.name()),
-                out,
-                matmul_tol(ty),
-            )?;
+    // Matmul: every type, 1 row (decode) and 11 rows (8-row path plus 3 single rows); then
+    // decode shapes for the one-row kernels' other launch shapes: many rows with one warp each
+    // and an odd super-block count (Q6_K rows at 2 mod 4 bytes), and few wide rows split over
+    // warp teams.
+    let shapes: [(usize, usize, &[usize]); 3] = [
+        (100, 512, &[1, 11]),
+        (4100, 768, &[1]),
+        (300, 4096, &[1, 3]),
+    ];
+    let mut id = 1000;
+    for (n_out, cols, row_counts) in shapes {
+        for &ty in TYPES.iter() {
+            let data = matrix(&mut rng, ty, n_out, cols, 0.1)?;
+            id += 1;
+            let t = Tensor {
+                ty,
+                rows: n_out,
+                cols,
+                data: &data,
+                id,
+            };
+            p.cu.upload(&[t]).map_err(|e| e.to_string())?;
+            for &rows in row_counts {
+                let x = buf(A, rows * cols);
+                let out = buf(B, rows * n_out);
+                let xv = rng.vec(x.len, 1.0);
+                p.put(x, &xv)?;
+                p.poison(out)?;
+                p.run(|b| b.b_matmul(&t, x, rows, out))?;
+                let label = if n_out == 100 {
+                    format!("matmul_{}_rows{rows}", ty.name())
+                } else {
+                    format!("matmul_{}_{n_out}x{cols}_rows{rows}", ty.name())
+                };
+                ok &= p.check(&label, out, matmul_tol(ty))?;
+            }
         }
     }
+
+    // Embedding rows and the rest: 512 wide.
+    let cols = 512;
 
     // Embedding rows of every type.
     for (i, &ty) in TYPES.iter().enumerate() {
