@@ -206,7 +206,9 @@ fn client_tool_owner_disconnecting_mid_call_fails_the_call_only() {
     let mut c = client(&d);
     let tools = c.list_tools().unwrap();
     assert!(tools.iter().any(|t| t.name == "lookup"), "{tools:?}");
-    let s = c.open_session(&opts(24, Some(&["lookup"]))).unwrap();
+    let s = c
+        .open_session(&constrained_opts(24, Some(&["lookup"])))
+        .unwrap();
     c.set_tool_choice(s, ToolChoice::Required).unwrap();
     let t = turn(&mut c, s, "Look up the word lamp.");
     owner.join().unwrap();
@@ -249,7 +251,9 @@ fn client_registered_tool_answers_through_the_socket() {
         })
         .unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::AlreadyRegistered));
-    let s = c.open_session(&opts(24, Some(&["lookup"]))).unwrap();
+    let s = c
+        .open_session(&constrained_opts(24, Some(&["lookup"])))
+        .unwrap();
     c.set_tool_choice(s, ToolChoice::Required).unwrap();
     let mut events = Vec::new();
     let mut asked = Vec::new();

@@ -161,6 +161,14 @@ impl Session {
         if self.turn.is_some() {
             return Err((ErrorCode::Busy, "the session is generating".into()));
         }
+        // The rendered prompt is tokenized with control tokens recognised, so a message must
+        // not carry their text: it could close its own turn and forge another role's.
+        if let Some(t) = control_text(&cx.engine.loaded().tokenizer, content) {
+            return Err((
+                ErrorCode::PermissionDenied,
+                format!("message text contains the control token {t:?}"),
+            ));
+        }
         let internal = |e: &dyn std::fmt::Display| (ErrorCode::Internal, e.to_string());
         let msg = prompt::message(role, content);
         let mut text = if self.started {
@@ -575,6 +583,14 @@ impl Session {
         };
         self.event(EventKind::Done { stats });
     }
+}
+
+/// The first control token (`<|im_start|>`, `<end_of_turn>`, …) whose text appears in
+/// `content`, if any.
+fn control_text(tok: &crate::tokenizer::Tokenizer, content: &str) -> Option<String> {
+    let ids = tok.encode(content, false, true).ok()?;
+    let id = ids.into_iter().find(|&id| tok.is_control(id))?;
+    Some(tok.token_text(id).unwrap_or("?").to_owned())
 }
 
 /// Follows the arguments written after a forced opener that named the tool; once they form

@@ -132,6 +132,15 @@ pub fn opts(n: u32, tools: Option<&[&str]>) -> SessionOptions {
     }
 }
 
+/// As [`opts`], with tool-call arguments constrained to the tool's schema while decoding, so
+/// the test does not hang on what the small model would write freely.
+pub fn constrained_opts(n: u32, tools: Option<&[&str]>) -> SessionOptions {
+    SessionOptions {
+        constrained_tool_args: true,
+        ..opts(n, tools)
+    }
+}
+
 /// A finished turn: text, events, stats.
 #[derive(Debug, Clone)]
 pub struct TurnLog {
