@@ -13,6 +13,7 @@ use glimmer_core::model::{LayerKind, ModelSpec, Weights};
 
 use crate::engine::{Engine, Loaded};
 use crate::pool::Pool;
+use crate::profile::OpTimes;
 use crate::Error;
 
 /// What to measure.
@@ -28,6 +29,9 @@ pub struct BenchConfig {
     pub chunk: usize,
     /// Bytes of the bandwidth test's buffer.
     pub stream_bytes: usize,
+    /// Time every backend op during the timed prefill and decode ([`BenchReport::prefill_ops`],
+    /// [`BenchReport::decode_ops`]); adds two clock reads per op.
+    pub profile: bool,
 }
 
 /// What [`run`] measured.
@@ -49,6 +53,10 @@ pub struct BenchReport {
     pub kv_bytes: f64,
     /// The greedy tokens decoded (for checking against another implementation).
     pub tokens: Vec<u32>,
+    /// Per-op times of the timed prefill (with [`BenchConfig::profile`]).
+    pub prefill_ops: Option<OpTimes>,
+    /// Per-op times of the decode steps (with [`BenchConfig::profile`]).
+    pub decode_ops: Option<OpTimes>,
 }
 
 impl BenchReport {
@@ -202,9 +210,12 @@ pub fn run(loaded: &Loaded<'_>, cfg: &BenchConfig) -> Result<BenchReport, Error>
     engine.forward(&cfg.prompt, LogitRows::Last, &mut logits)?;
     engine.reset();
 
+    engine.set_profiling(cfg.profile);
     let t0 = Instant::now();
     engine.forward(&cfg.prompt, LogitRows::Last, &mut logits)?;
     let prefill_s = t0.elapsed().as_secs_f64();
+    let prefill_ops = engine.op_times().copied();
+    engine.set_profiling(cfg.profile);
 
     let mut tokens = Vec::with_capacity(cfg.gen);
     let t1 = Instant::now();
@@ -214,6 +225,7 @@ pub fn run(loaded: &Loaded<'_>, cfg: &BenchConfig) -> Result<BenchReport, Error>
         engine.forward(&[next], LogitRows::Last, &mut logits)?;
     }
     let decode_s = t1.elapsed().as_secs_f64();
+    let decode_ops = engine.op_times().copied();
     drop(engine);
 
     let pool = Pool::new(cfg.threads).map_err(|e| Error::Io("spawning threads".into(), e))?;
@@ -228,6 +240,8 @@ pub fn run(loaded: &Loaded<'_>, cfg: &BenchConfig) -> Result<BenchReport, Error>
         weight_bytes,
         kv_bytes,
         tokens,
+        prefill_ops,
+        decode_ops,
     })
 }
 

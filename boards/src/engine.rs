@@ -1,6 +1,6 @@
 //! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache.
 
-use glimmer_core::cpu::CpuBackend;
+use glimmer_core::cpu::{CpuBackend, CpuError};
 use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model, Parallel};
 use glimmer_core::kv::{self, KvGeometry, PagePool};
 use glimmer_core::model::{ModelSpec, Weights};
@@ -8,6 +8,7 @@ use glimmer_core::plan::{KvType, Plan};
 use glimmer_core::quant::Kernels;
 
 use crate::pool::Pool;
+use crate::profile::{OpTimes, Profiled};
 
 use crate::model_file::ModelFile;
 use crate::tokenizer::gguf::vocab_from_gguf;
@@ -65,6 +66,7 @@ pub struct Engine<'m, 'f> {
     kernels: Kernels,
     fed: u64,
     pool: Pool,
+    profile: Option<OpTimes>,
 }
 
 impl<'m, 'f> Engine<'m, 'f> {
@@ -146,7 +148,19 @@ impl<'m, 'f> Engine<'m, 'f> {
             kernels: Kernels::select(crate::cpu_features::detect()),
             fed: 0,
             pool,
+            profile: None,
         })
+    }
+
+    /// Turns per-op timing on (from zero) or off. While on, every forward call adds each
+    /// backend op's wall time to [`Engine::op_times`].
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profile = on.then(OpTimes::default);
+    }
+
+    /// The per-op times gathered since profiling was turned on (`None` when off).
+    pub fn op_times(&self) -> Option<&OpTimes> {
+        self.profile.as_ref()
     }
 
     /// Bytes this engine allocated: KV data and page tables, activation arena, scratch.
@@ -272,9 +286,8 @@ impl<'m, 'f> Engine<'m, 'f> {
         } else {
             chunk
         };
-        let n_chunks = tokens.len().div_ceil(step);
         let kv = self.kv.slot(slot)?;
-        let mut backend = CpuBackend::new(
+        let backend = CpuBackend::new(
             &mut self.arena,
             &mut self.scratch,
             self.layout.scores,
@@ -287,6 +300,48 @@ impl<'m, 'f> Engine<'m, 'f> {
             weights: &self.loaded.weights,
             layout: &self.layout,
         };
+        let feed = Feed {
+            model: &model,
+            tokens,
+            rows,
+            step,
+            pos: &mut self.pos[slot],
+            fed: &mut self.fed,
+        };
+        match &mut self.profile {
+            Some(times) => feed.run(&mut Profiled::new(backend, times), logits),
+            None => feed.run(&mut { backend }, logits),
+        }
+    }
+}
+
+/// One [`Engine::forward_slot`] call's chunks, generic over the backend (plain or
+/// [`Profiled`]).
+struct Feed<'a, 'm, 'w> {
+    model: &'a Model<'m, 'w>,
+    tokens: &'a [u32],
+    rows: LogitRows,
+    step: usize,
+    pos: &'a mut usize,
+    fed: &'a mut u64,
+}
+
+impl Feed<'_, '_, '_> {
+    fn run<B: Backend<Error = CpuError>>(
+        self,
+        backend: &mut B,
+        logits: &mut [f32],
+    ) -> Result<(), Error> {
+        let Feed {
+            model,
+            tokens,
+            rows,
+            step,
+            pos: slot_pos,
+            fed,
+        } = self;
+        let s = model.spec;
+        let n_chunks = tokens.len().div_ceil(step);
         let mut written = 0usize;
         for (ci, part) in tokens.chunks(step).enumerate() {
             let want = match rows {
@@ -294,19 +349,19 @@ impl<'m, 'f> Engine<'m, 'f> {
                 LogitRows::Last if ci + 1 == n_chunks => LogitRows::Last,
                 _ => LogitRows::None,
             };
-            let pos = u32::try_from(self.pos[slot]).map_err(|_| Error::TooLarge("position"))?;
+            let pos = u32::try_from(*slot_pos).map_err(|_| Error::TooLarge("position"))?;
             let got = model
-                .forward(&mut backend, part, pos, want)
+                .forward(backend, part, pos, want)
                 .map_err(Error::Forward)?;
-            self.pos[slot] += part.len();
-            self.fed += part.len() as u64;
+            *slot_pos += part.len();
+            *fed += part.len() as u64;
             if got > 0 {
                 let n = got * s.n_vocab;
                 let dst = logits
                     .get_mut(written..written + n)
                     .ok_or(Error::TooLarge("logits buffer"))?;
                 backend
-                    .read(self.layout.logits.prefix(n), dst)
+                    .read(model.layout.logits.prefix(n), dst)
                     .map_err(|e| Error::Forward(ForwardError::Backend(e)))?;
                 written += n;
             }

@@ -27,6 +27,7 @@ pub mod model_file;
 pub mod plan_measure;
 pub mod plan_report;
 pub mod pool;
+pub mod profile;
 pub mod profiles;
 pub mod rss;
 pub mod synth;

@@ -160,6 +160,10 @@ struct BenchArgs {
     /// Bytes streamed by the bandwidth test [default: 4 × last-level cache, at least 1 GiB].
     #[arg(long)]
     stream_bytes: Option<usize>,
+    /// Also time every backend op (RMSNorm, each matmul kind, RoPE, KV store, attention,
+    /// element-wise) and print a table per phase: where a token's time goes.
+    #[arg(long)]
+    profile: bool,
 }
 
 /// `glimmer bench`.
@@ -191,8 +195,21 @@ fn bench(a: BenchArgs) -> Result<(), Error> {
         threads,
         chunk: a.chunk,
         stream_bytes: a.stream_bytes.unwrap_or_else(bench::default_stream_bytes),
+        profile: a.profile,
     };
     let r = bench::run(&loaded, &cfg)?;
+    for (phase, ops, per) in [
+        ("prefill", &r.prefill_ops, 1),
+        ("decode", &r.decode_ops, r.gen_tokens.max(1)),
+    ] {
+        if let Some(ops) = ops {
+            println!(
+                "{phase} ops ({:.3} ms in ops per forward call):\n{}",
+                ops.total().as_secs_f64() * 1e3 / per as f64,
+                ops.table()
+            );
+        }
+    }
     let gb = |b: f64| b / 1e9;
     let mib = |b: f64| b / (1u64 << 20) as f64;
     println!(

@@ -128,6 +128,39 @@ impl<'a> CpuBackend<'a> {
     }
 }
 
+impl CpuBackend<'_> {
+    /// [`matmul::matmul_many`] over arena regions.
+    fn many(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+        act: Option<Activation>,
+    ) -> Result<(), CpuError> {
+        if ws.len() != outs.len() || ws.len() > matmul::MAX_PARTS {
+            return Err(CpuError::BadRegion);
+        }
+        let (Some(&w0), Some(&o0)) = (ws.first(), outs.first()) else {
+            return Err(CpuError::BadRegion);
+        };
+        let mut parts = [matmul::Part { w: w0, out: o0 }; matmul::MAX_PARTS];
+        for ((p, &w), &out) in parts.iter_mut().zip(ws).zip(outs) {
+            *p = matmul::Part { w, out };
+        }
+        matmul::matmul_many(
+            &self.kernels,
+            self.par,
+            self.arena,
+            x,
+            &parts[..ws.len()],
+            rows,
+            self.scratch,
+            act,
+        )
+    }
+}
+
 /// Writes one row of keys or values into the cache's storage units.
 fn store_row(k: &Kernels, ty: KvType, src: &[f32], dst: &mut [u16]) -> Result<(), CpuError> {
     match ty {
@@ -206,6 +239,29 @@ impl Backend for CpuBackend<'_> {
             .get_disjoint_mut([x.off..xe, out.off..oe])
             .map_err(|_| CpuError::BadRegion)?;
         matmul::matmul(&self.kernels, self.par, w, xs, rows, self.scratch, os)
+    }
+
+    fn matmul_many(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<(), CpuError> {
+        self.many(ws, x, rows, outs, None)
+    }
+
+    fn matmul_gated(
+        &mut self,
+        w_gate: &Tensor<'_>,
+        w_up: &Tensor<'_>,
+        x: Buf,
+        rows: usize,
+        gate: Buf,
+        up: Buf,
+        act: Activation,
+    ) -> Result<(), CpuError> {
+        self.many(&[w_gate, w_up], x, rows, &[gate, up], Some(act))
     }
 
     fn rope(
@@ -361,18 +417,7 @@ impl Backend for CpuBackend<'_> {
             return Err(CpuError::BadRegion);
         }
         let [g, u] = self.two(gate, up)?;
-        match act {
-            Activation::Silu => {
-                for (g, &u) in g.iter_mut().zip(u.iter()) {
-                    *g = ops::silu(*g) * u;
-                }
-            }
-            Activation::GeluTanh => {
-                for (g, &u) in g.iter_mut().zip(u.iter()) {
-                    *g = ops::gelu_tanh_f16(*g) * u;
-                }
-            }
-        }
+        matmul::apply_act(act, g, u);
         Ok(())
     }
 

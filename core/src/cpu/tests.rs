@@ -127,6 +127,118 @@ fn threaded_matmul_is_bit_identical_to_serial() {
     }
 }
 
+/// Three weights of `cols` columns (different heights and types, one activation format
+/// between Q4_K and Q6_K, another for Q8_0) over the same input.
+fn three(seed: &mut u64, cols: usize, tys: [GgmlType; 3]) -> Vec<(GgmlType, usize, Vec<u8>)> {
+    tys.iter()
+        .zip([83usize, 37, 64])
+        .map(|(&ty, n)| {
+            let src = data(seed, n * cols);
+            let mut bytes = vec![0u8; ty.row_bytes(cols).unwrap() * n];
+            quantize_weights(ty, &src, &mut bytes).unwrap();
+            (ty, n, bytes)
+        })
+        .collect()
+}
+
+/// `matmul_many` (or `matmul_gated` with `act`) over `par`, returning every output region.
+fn run_many(
+    par: &dyn Parallel,
+    ws: &[Tensor<'_>],
+    x: &[f32],
+    rows: usize,
+    act: Option<Activation>,
+) -> Vec<Vec<f32>> {
+    let total: usize = ws.iter().map(|w| rows * w.rows).sum();
+    let mut arena = vec![0.0f32; x.len() + total];
+    arena[..x.len()].copy_from_slice(x);
+    let mut scratch = vec![0u8; rows * ws[0].cols * 4];
+    let mut kvp = pool(2, 2, 2, KvType::F16);
+    let kv = kvp.slot(0).unwrap();
+    let scores = Buf { off: 0, len: 0 };
+    let mut b = CpuBackend::new(&mut arena, &mut scratch, scores, kv, kernels(), par);
+    let xb = Buf {
+        off: 0,
+        len: x.len(),
+    };
+    let mut outs = Vec::new();
+    let mut off = x.len();
+    for w in ws {
+        outs.push(Buf {
+            off,
+            len: rows * w.rows,
+        });
+        off += rows * w.rows;
+    }
+    let refs: Vec<&Tensor<'_>> = ws.iter().collect();
+    match act {
+        Some(a) => b
+            .matmul_gated(refs[0], refs[1], xb, rows, outs[0], outs[1], a)
+            .unwrap(),
+        None => b.matmul_many(&refs, xb, rows, &outs).unwrap(),
+    }
+    outs.iter()
+        .map(|&o| {
+            let mut v = vec![0.0; o.len];
+            b.read(o, &mut v).unwrap();
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn matmul_many_and_gated_match_separate_calls_bit_for_bit() {
+    let mut seed = 0x3a7_u64;
+    let cols = 256;
+    for tys in [
+        [GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q4_K],
+        [GgmlType::Q4_1, GgmlType::Q4_1, GgmlType::Q4_1],
+        // Mixed activation formats: the fallback path.
+        [GgmlType::Q5_0, GgmlType::Q4_K, GgmlType::Q8_0],
+    ] {
+        let ws_mem = three(&mut seed, cols, tys);
+        let ws: Vec<Tensor<'_>> = ws_mem
+            .iter()
+            .map(|(ty, n, bytes)| Tensor {
+                ty: *ty,
+                rows: *n,
+                cols,
+                data: bytes,
+                id: 0,
+            })
+            .collect();
+        for rows in [1usize, 5, 33] {
+            let x = data(&mut seed, rows * cols);
+            let want: Vec<Vec<f32>> = ws
+                .iter()
+                .map(|w| run_matmul(&Serial, w, &x, rows))
+                .collect();
+            for t in [1usize, 2, 3, 7] {
+                let got = run_many(&Backwards(t), &ws, &x, rows, None);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(bits(w), bits(g), "{tys:?} part {i} rows {rows} threads {t}");
+                }
+            }
+            // Gate and up of equal shape: the first weight twice over is not allowed to
+            // alias, so use it and a same-shaped copy of it.
+            let pair = [ws[0], ws[0]];
+            for act in [Activation::Silu, Activation::GeluTanh] {
+                let mut gate = want[0].clone();
+                matmul::apply_act(act, &mut gate, &want[0]);
+                for t in [1usize, 2, 3] {
+                    let got = run_many(&Backwards(t), &pair, &x, rows, Some(act));
+                    assert_eq!(
+                        bits(&gate),
+                        bits(&got[0]),
+                        "{tys:?} {act:?} rows {rows} threads {t}"
+                    );
+                    assert_eq!(bits(&want[0]), bits(&got[1]), "{tys:?} up rows {rows}");
+                }
+            }
+        }
+    }
+}
+
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }

@@ -77,6 +77,41 @@ pub trait Backend {
     /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), Self::Error>;
 
+    /// Several matmuls over the same input: `outs[i][r] = ws[i] · x[r]`, each `outs[i]` of
+    /// shape `(rows, ws[i].rows)`. All `ws` have `x`'s width. The default runs
+    /// [`Backend::matmul`] once per weight; a backend may quantize `x` once and spread all the
+    /// rows over one dispatch (the CPU backend does), which the forward pass uses for Q/K/V.
+    fn matmul_many(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<(), Self::Error> {
+        for (w, &o) in ws.iter().zip(outs) {
+            self.matmul(w, x, rows, o)?;
+        }
+        Ok(())
+    }
+
+    /// The gated feed-forward input: `gate = act(W_gate · x) · (W_up · x)`, leaving `up` as
+    /// scratch. The default is two matmuls and [`Backend::gated_act`]; a backend may compute
+    /// matching row ranges of both matrices in one task and apply the activation there.
+    #[allow(clippy::too_many_arguments)]
+    fn matmul_gated(
+        &mut self,
+        w_gate: &Tensor<'_>,
+        w_up: &Tensor<'_>,
+        x: Buf,
+        rows: usize,
+        gate: Buf,
+        up: Buf,
+        act: Activation,
+    ) -> Result<(), Self::Error> {
+        self.matmul_many(&[w_gate, w_up], x, rows, &[gate, up])?;
+        self.gated_act(gate, up, act)
+    }
+
     /// Rotates the first `rope_dim` dims of each head in place; row `r` is at `positions[r]`.
     /// `x` is `(positions.len(), n_heads, head_dim)`.
     #[allow(clippy::too_many_arguments)]

@@ -128,9 +128,12 @@ impl Model<'_, '_> {
         for (il, lw) in w.layers.iter().enumerate() {
             // Attention block.
             b.rmsnorm(x, Some(&lw.attn_norm), s.n_embd, s.eps, xn)?;
-            b.matmul(&lw.wq, xn, n, q)?;
-            b.matmul(&lw.wk, xn, n, k)?;
-            b.matmul(&lw.wv, xn, n, v)?;
+            // Q, K, V (and Glimmer's output gate) read the same normed input: one call.
+            let og = l.ogate.prefix(n * s.n_head * s.head_dim_v);
+            match &lw.attn_gate {
+                Some(g) => b.matmul_many(&[&lw.wq, &lw.wk, &lw.wv, g], xn, n, &[q, k, v, og])?,
+                None => b.matmul_many(&[&lw.wq, &lw.wk, &lw.wv], xn, n, &[q, k, v])?,
+            }
             if s.qk_norm {
                 b.rmsnorm(q, lw.q_norm.as_ref(), s.head_dim, s.eps, q)?;
                 b.rmsnorm(k, lw.k_norm.as_ref(), s.head_dim, s.eps, k)?;
@@ -178,9 +181,7 @@ impl Model<'_, '_> {
                 window,
             };
             b.attention(&p, q, positions, att)?;
-            if let Some(g) = &lw.attn_gate {
-                let og = l.ogate.prefix(n * s.n_head * s.head_dim_v);
-                b.matmul(g, xn, n, og)?;
+            if lw.attn_gate.is_some() {
                 b.sigmoid_mul(att, og)?;
             }
             b.matmul(&lw.wo, att, n, proj)?;
@@ -191,9 +192,7 @@ impl Model<'_, '_> {
 
             // FFN block.
             b.rmsnorm(x, Some(&lw.ffn_norm), s.n_embd, s.eps, xn)?;
-            b.matmul(&lw.w_gate, xn, n, gate)?;
-            b.matmul(&lw.w_up, xn, n, up)?;
-            b.gated_act(gate, up, s.activation)?;
+            b.matmul_gated(&lw.w_gate, &lw.w_up, xn, n, gate, up, s.activation)?;
             b.matmul(&lw.w_down, gate, n, proj)?;
             if let Some(pn) = &lw.post_ffn_norm {
                 b.rmsnorm(proj, Some(pn), s.n_embd, s.post_norm_eps, proj)?;

@@ -201,9 +201,10 @@ impl Layout {
                 first: ATTENTION,
                 last: WO,
             },
+            // ogate: computed with Q, K and V (one matmul call), read after attention.
             Item {
                 len: rows(og_rows, s.n_head * s.head_dim_v)?,
-                first: GATE,
+                first: QKV,
                 last: GATE,
             },
             // proj: output of attn_output, then of ffn_down.

@@ -1,0 +1,250 @@
+//! Per-op timing of a forward pass: [`Profiled`] wraps any [`Backend`] and adds the wall time
+//! of each call to an [`OpTimes`] table, keyed by op.
+//!
+//! For the CPU backend the time of a call is the time of the op (it returns when the op is
+//! done). Used by `glimmer bench --profile`; the table is a fixed array, so profiling does not
+//! allocate either.
+
+use std::time::{Duration, Instant};
+
+use glimmer_core::exec::{AttnParams, Backend, Buf};
+use glimmer_core::model::{Activation, RopeStyle, Tensor};
+
+/// The ops [`Profiled`] tells apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Token embedding lookup.
+    Embed,
+    /// RMSNorm.
+    RmsNorm,
+    /// A single matmul (attention output, FFN down, LM head).
+    Matmul,
+    /// Several matmuls over one input (Q/K/V).
+    MatmulMany,
+    /// Gate and up with the activation (FFN input).
+    MatmulGated,
+    /// Rotary embedding.
+    Rope,
+    /// KV-cache store.
+    KvStore,
+    /// Attention.
+    Attention,
+    /// Element-wise ops: gated activation, sigmoid gate, softcap, add, scale.
+    Elementwise,
+    /// Copies back to the host.
+    Read,
+}
+
+impl Op {
+    /// Every op, in table order.
+    pub const ALL: [Op; 10] = [
+        Op::Embed,
+        Op::RmsNorm,
+        Op::Matmul,
+        Op::MatmulMany,
+        Op::MatmulGated,
+        Op::Rope,
+        Op::KvStore,
+        Op::Attention,
+        Op::Elementwise,
+        Op::Read,
+    ];
+
+    /// A short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Embed => "embed",
+            Op::RmsNorm => "rmsnorm",
+            Op::Matmul => "matmul",
+            Op::MatmulMany => "matmul qkv",
+            Op::MatmulGated => "matmul gate+up+act",
+            Op::Rope => "rope",
+            Op::KvStore => "kv store",
+            Op::Attention => "attention",
+            Op::Elementwise => "element-wise",
+            Op::Read => "read",
+        }
+    }
+}
+
+/// Accumulated time and call count per [`Op`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpTimes {
+    time: [Duration; Op::ALL.len()],
+    calls: [u64; Op::ALL.len()],
+}
+
+impl OpTimes {
+    /// Time spent in `op` so far.
+    pub fn time(&self, op: Op) -> Duration {
+        self.time[op as usize]
+    }
+
+    /// Calls of `op` so far.
+    pub fn calls(&self, op: Op) -> u64 {
+        self.calls[op as usize]
+    }
+
+    /// Time in all ops.
+    pub fn total(&self) -> Duration {
+        self.time.iter().sum()
+    }
+
+    fn add(&mut self, op: Op, d: Duration) {
+        self.time[op as usize] += d;
+        self.calls[op as usize] += 1;
+    }
+
+    /// A table of every op with time, share, calls and time per call (µs).
+    pub fn table(&self) -> String {
+        let total = self.total().as_secs_f64().max(1e-12);
+        let mut s = format!(
+            "{:<20} {:>10} {:>7} {:>9} {:>10}\n",
+            "op", "ms", "share", "calls", "µs/call"
+        );
+        for op in Op::ALL {
+            let t = self.time(op).as_secs_f64();
+            let n = self.calls(op);
+            if n == 0 {
+                continue;
+            }
+            s += &format!(
+                "{:<20} {:>10.2} {:>6.1}% {:>9} {:>10.2}\n",
+                op.name(),
+                t * 1e3,
+                100.0 * t / total,
+                n,
+                t * 1e6 / n as f64
+            );
+        }
+        s
+    }
+}
+
+/// A [`Backend`] that times every call of the one it wraps.
+pub struct Profiled<'t, B> {
+    /// The wrapped backend.
+    pub inner: B,
+    times: &'t mut OpTimes,
+}
+
+impl<'t, B: Backend> Profiled<'t, B> {
+    /// Wraps `inner`, adding to `times`.
+    pub fn new(inner: B, times: &'t mut OpTimes) -> Self {
+        Profiled { inner, times }
+    }
+
+    fn timed<T>(&mut self, op: Op, f: impl FnOnce(&mut B) -> T) -> T {
+        let t0 = Instant::now();
+        let r = f(&mut self.inner);
+        self.times.add(op, t0.elapsed());
+        r
+    }
+}
+
+impl<B: Backend> Backend for Profiled<'_, B> {
+    type Error = B::Error;
+
+    fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), B::Error> {
+        self.timed(Op::Embed, |b| b.embed(table, tokens, out))
+    }
+
+    fn rmsnorm(
+        &mut self,
+        x: Buf,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), B::Error> {
+        self.timed(Op::RmsNorm, |b| b.rmsnorm(x, weight, dim, eps, out))
+    }
+
+    fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), B::Error> {
+        self.timed(Op::Matmul, |b| b.matmul(w, x, rows, out))
+    }
+
+    fn matmul_many(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<(), B::Error> {
+        self.timed(Op::MatmulMany, |b| b.matmul_many(ws, x, rows, outs))
+    }
+
+    fn matmul_gated(
+        &mut self,
+        w_gate: &Tensor<'_>,
+        w_up: &Tensor<'_>,
+        x: Buf,
+        rows: usize,
+        gate: Buf,
+        up: Buf,
+        act: Activation,
+    ) -> Result<(), B::Error> {
+        self.timed(Op::MatmulGated, |b| {
+            b.matmul_gated(w_gate, w_up, x, rows, gate, up, act)
+        })
+    }
+
+    fn rope(
+        &mut self,
+        x: Buf,
+        n_heads: usize,
+        head_dim: usize,
+        rope_dim: usize,
+        positions: &[u32],
+        base: f32,
+        style: RopeStyle,
+    ) -> Result<(), B::Error> {
+        self.timed(Op::Rope, |b| {
+            b.rope(x, n_heads, head_dim, rope_dim, positions, base, style)
+        })
+    }
+
+    fn kv_store(
+        &mut self,
+        layer: usize,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), B::Error> {
+        self.timed(Op::KvStore, |b| b.kv_store(layer, k, v, positions))
+    }
+
+    fn attention(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        out: Buf,
+    ) -> Result<(), B::Error> {
+        self.timed(Op::Attention, |b| b.attention(p, q, positions, out))
+    }
+
+    fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), B::Error> {
+        self.timed(Op::Elementwise, |b| b.gated_act(gate, up, act))
+    }
+
+    fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), B::Error> {
+        self.timed(Op::Elementwise, |b| b.sigmoid_mul(x, gate))
+    }
+
+    fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), B::Error> {
+        self.timed(Op::Elementwise, |b| b.softcap(x, cap, scale))
+    }
+
+    fn add(&mut self, x: Buf, y: Buf) -> Result<(), B::Error> {
+        self.timed(Op::Elementwise, |b| b.add(x, y))
+    }
+
+    fn scale(&mut self, x: Buf, s: f32) -> Result<(), B::Error> {
+        self.timed(Op::Elementwise, |b| b.scale(x, s))
+    }
+
+    fn read(&mut self, src: Buf, dst: &mut [f32]) -> Result<(), B::Error> {
+        self.timed(Op::Read, |b| b.read(src, dst))
+    }
+}
