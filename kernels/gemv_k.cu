@@ -7,17 +7,32 @@
 // Needs: Q4_K rows at 16-byte aligned addresses (the base 16-aligned; 144-byte blocks keep the
 // rest aligned); Q6_K data at a 4-byte aligned base; aq 16-byte aligned.
 
-// Q4_K chunk c (0..8) of the super-block at `b` (index kb in its row): quant bytes 16c..16c+16
-// hold elements 16(c&1).. of sub-block 2(c>>1) (low nibbles) and of sub-block 2(c>>1)+1 (high).
-__device__ __forceinline__ float q4k_chunk(const u8* __restrict__ b, int c, int kb,
-                                           const i8* __restrict__ aq, const float2* __restrict__ ads) {
-    const uint4 q = __ldg((const uint4*)(b + 16 + 16 * c));
+// The activations one chunk of a super-block multiplies: 16 int8 for each of its two
+// sub-block halves, and those sub-blocks' (d, d * sum) pairs. Loaded once per chunk and shared
+// by every weight row a thread works on.
+struct ActChunk {
+    uint4 a0, a1;
+    float2 ds0, ds1;
+};
+
+// Q4_K chunk c (0..8) of super-block kb: quant bytes 16c..16c+16 hold elements 16(c&1).. of
+// sub-block 2(c>>1) (low nibbles) and of sub-block 2(c>>1)+1 (high).
+__device__ __forceinline__ ActChunk q4k_act(int c, int kb, const i8* __restrict__ aq,
+                                            const float2* __restrict__ ads) {
     const int p = c >> 1, half = c & 1;
     const int j0 = 8 * kb + 2 * p;
-    const uint4 a0 = __ldg((const uint4*)(aq + 32 * j0 + 16 * half));
-    const uint4 a1 = __ldg((const uint4*)(aq + 32 * (j0 + 1) + 16 * half));
-    const float2 ds0 = __ldg(ads + j0);
-    const float2 ds1 = __ldg(ads + j0 + 1);
+    ActChunk a;
+    a.a0 = __ldg((const uint4*)(aq + 32 * j0 + 16 * half));
+    a.a1 = __ldg((const uint4*)(aq + 32 * (j0 + 1) + 16 * half));
+    a.ds0 = __ldg(ads + j0);
+    a.ds1 = __ldg(ads + j0 + 1);
+    return a;
+}
+
+// The weight side of a Q4_K chunk (super-block at `b`) against its activations.
+__device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const ActChunk& a) {
+    const uint4 q = __ldg((const uint4*)(b + 16 + 16 * c));
+    const int p = c >> 1, half = c & 1;
     const u32 dd = __ldg((const u32*)b);
     const u16* s16 = (const u16*)(b + 4);
     const u32 lo = __ldg(s16 + p);       // scale bytes 2p, 2p+1
@@ -36,20 +51,25 @@ __device__ __forceinline__ float q4k_chunk(const u8* __restrict__ b, int c, int 
         m1 = ((hi >> 12) & 15) | (((lo >> 14) & 3) << 4);
     }
     int s0 = 0, s1 = 0;
-    s0 = __dp4a((int)(q.x & 0x0F0F0F0Fu), (int)a0.x, s0);
-    s0 = __dp4a((int)(q.y & 0x0F0F0F0Fu), (int)a0.y, s0);
-    s0 = __dp4a((int)(q.z & 0x0F0F0F0Fu), (int)a0.z, s0);
-    s0 = __dp4a((int)(q.w & 0x0F0F0F0Fu), (int)a0.w, s0);
-    s1 = __dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), (int)a1.x, s1);
-    s1 = __dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), (int)a1.y, s1);
-    s1 = __dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), (int)a1.z, s1);
-    s1 = __dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), (int)a1.w, s1);
+    s0 = __dp4a((int)(q.x & 0x0F0F0F0Fu), (int)a.a0.x, s0);
+    s0 = __dp4a((int)(q.y & 0x0F0F0F0Fu), (int)a.a0.y, s0);
+    s0 = __dp4a((int)(q.z & 0x0F0F0F0Fu), (int)a.a0.z, s0);
+    s0 = __dp4a((int)(q.w & 0x0F0F0F0Fu), (int)a.a0.w, s0);
+    s1 = __dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), (int)a.a1.x, s1);
+    s1 = __dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), (int)a.a1.y, s1);
+    s1 = __dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), (int)a.a1.z, s1);
+    s1 = __dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), (int)a.a1.w, s1);
     const float d = h2f((u16)(dd & 0xFFFFu));
     const float dmin = h2f((u16)(dd >> 16));
-    float v = d * ((float)sc0 * ds0.x * (float)s0 + (float)sc1 * ds1.x * (float)s1);
+    float v = d * ((float)sc0 * a.ds0.x * (float)s0 + (float)sc1 * a.ds1.x * (float)s1);
     // Each sub-block's min term once, from the thread holding its first 16 elements.
-    if (half == 0) v -= dmin * ((float)m0 * ds0.y + (float)m1 * ds1.y);
+    if (half == 0) v -= dmin * ((float)m0 * a.ds0.y + (float)m1 * a.ds1.y);
     return v;
+}
+
+__device__ __forceinline__ float q4k_chunk(const u8* __restrict__ b, int c, int kb,
+                                           const i8* __restrict__ aq, const float2* __restrict__ ads) {
+    return q4k_dot(b, c, q4k_act(c, kb, aq, ads));
 }
 
 // 16 bytes at a 2-byte aligned address, as four words, from five aligned 4-byte loads.
@@ -64,28 +84,35 @@ __device__ __forceinline__ void ld16_a2(const u8* p, u32 (&o)[4]) {
     for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(x[i], x[i + 1], sh);
 }
 
-// Q6_K chunk c (0..8) of the super-block at `b`: half h = c>>2, l0 = 16(c&3); ql bytes
-// 64h + l0.. give elements 128h + l0.. (low nibbles) and 128h + 64 + l0.. (high), with top bits
-// from qh bytes 32h + (l0 & 31).., at shifts 2(c&3>>1) and 4 + 2(c&3>>1).
-__device__ __forceinline__ float q6k_chunk(const u8* __restrict__ b, int c, int kb,
-                                           const i8* __restrict__ aq, const float2* __restrict__ ads) {
+// Q6_K chunk c (0..8) of super-block kb: half h = c>>2, l0 = 16(c&3); ql bytes 64h + l0.. give
+// elements 128h + l0.. (low nibbles) and 128h + 64 + l0.. (high), with top bits from qh bytes
+// 32h + (l0 & 31).., at shifts 2(c&3>>1) and 4 + 2(c&3>>1).
+__device__ __forceinline__ ActChunk q6k_act(int c, int kb, const i8* __restrict__ aq,
+                                            const float2* __restrict__ ads) {
+    const int h = c >> 2, cc = c & 3;
+    const int e0 = 256 * kb + 128 * h + 16 * cc;
+    const int e1 = e0 + 64;
+    ActChunk a;
+    a.a0 = __ldg((const uint4*)(aq + e0));
+    a.a1 = __ldg((const uint4*)(aq + e1));
+    a.ds0 = __ldg(ads + (e0 >> 5));
+    a.ds1 = __ldg(ads + (e1 >> 5));
+    return a;
+}
+
+// The weight side of a Q6_K chunk (super-block at `b`) against its activations.
+__device__ __forceinline__ float q6k_dot(const u8* __restrict__ b, int c, const ActChunk& a) {
     const int h = c >> 2, cc = c & 3;
     u32 ql[4], qh[4];
     ld16_a2(b + 64 * h + 16 * cc, ql);
     ld16_a2(b + 128 + 32 * h + 16 * (cc & 1), qh);
-    const int e0 = 256 * kb + 128 * h + 16 * cc;
-    const int e1 = e0 + 64;
-    const uint4 a0 = __ldg((const uint4*)(aq + e0));
-    const uint4 a1 = __ldg((const uint4*)(aq + e1));
-    const float2 ds0 = __ldg(ads + (e0 >> 5));
-    const float2 ds1 = __ldg(ads + (e1 >> 5));
     const i8* sc = (const i8*)(b + 192);
     const float sc0 = (float)sc[8 * h + cc];
     const float sc1 = (float)sc[8 * h + 4 + cc];
     const float d = h2f(__ldg((const u16*)(b + 208)));
     const u32 sl = 2 * (cc >> 1);
-    const int av0[4] = {(int)a0.x, (int)a0.y, (int)a0.z, (int)a0.w};
-    const int av1[4] = {(int)a1.x, (int)a1.y, (int)a1.z, (int)a1.w};
+    const int av0[4] = {(int)a.a0.x, (int)a.a0.y, (int)a.a0.z, (int)a.a0.w};
+    const int av1[4] = {(int)a.a1.x, (int)a.a1.y, (int)a.a1.z, (int)a.a1.w};
     int s0 = 0, s1 = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -94,7 +121,12 @@ __device__ __forceinline__ float q6k_chunk(const u8* __restrict__ b, int c, int 
         s0 = __dp4a((int)__vsubss4(lo, 0x20202020), av0[i], s0);
         s1 = __dp4a((int)__vsubss4(hi, 0x20202020), av1[i], s1);
     }
-    return d * (sc0 * ds0.x * (float)s0 + sc1 * ds1.x * (float)s1);
+    return d * (sc0 * a.ds0.x * (float)s0 + sc1 * a.ds1.x * (float)s1);
+}
+
+__device__ __forceinline__ float q6k_chunk(const u8* __restrict__ b, int c, int kb,
+                                           const i8* __restrict__ aq, const float2* __restrict__ ads) {
+    return q6k_dot(b, c, q6k_act(c, kb, aq, ads));
 }
 
 template <int T>
@@ -146,4 +178,105 @@ extern "C" __global__ void gemv_q4_k_r1(const u8* w, u64 rb, int n_out, int cols
 extern "C" __global__ void gemv_q6_k_r1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                         const float2* ads, float* out, int wpr) {
     gemv_k1<T_Q6_K, 210>(w, rb, n_out, cols, aq, ads, out, wpr);
+}
+
+// Several output rows per warp (wide matrices): lane l takes chunk l & 7 of super-blocks
+// l >> 3, l >> 3 + 4, ... of RW consecutive rows, loading each chunk's activations once for
+// all RW rows (the activation reads, from L1/L2, otherwise outnumber the weight bytes two to
+// one) and keeping RW 16-byte weight loads in flight. blockIdx.y is the activation row.
+template <int T, int BB, int RW>
+__device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
+                                            const i8* __restrict__ aq, const float2* __restrict__ ads,
+                                            float* __restrict__ out) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * RW;
+    if (row0 >= n_out) return;
+    const int nb = cols >> 8;
+    const size_t ar = blockIdx.y;
+    const i8* a = aq + ar * cols;
+    const float2* ad = ads + ar * (cols >> 5);
+    const int c = lane & 7;
+    const u8* wr[RW];
+#pragma unroll
+    for (int r = 0; r < RW; ++r) wr[r] = w + (size_t)min(row0 + r, n_out - 1) * row_bytes;
+    float acc[RW];
+#pragma unroll
+    for (int r = 0; r < RW; ++r) acc[r] = 0.0f;
+#pragma unroll 2
+    for (int kb = lane >> 3; kb < nb; kb += 4) {
+        const ActChunk ac = T == T_Q4_K ? q4k_act(c, kb, a, ad) : q6k_act(c, kb, a, ad);
+#pragma unroll
+        for (int r = 0; r < RW; ++r) {
+            const u8* b = wr[r] + (size_t)kb * BB;
+            acc[r] += T == T_Q4_K ? q4k_dot(b, c, ac) : q6k_dot(b, c, ac);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RW; ++r) {
+        const float v = warp_sum(acc[r]);
+        if (lane == 0 && row0 + r < n_out) out[ar * n_out + row0 + r] = v;
+    }
+}
+
+extern "C" __global__ void gemv_q4_k_rw4(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                         const float2* ads, float* out) {
+    gemv_k_rows<T_Q4_K, 144, 4>(w, rb, n_out, cols, aq, ads, out);
+}
+
+extern "C" __global__ void gemv_q6_k_rw4(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                         const float2* ads, float* out) {
+    gemv_k_rows<T_Q6_K, 210, 4>(w, rb, n_out, cols, aq, ads, out);
+}
+
+extern "C" __global__ void gemv_q4_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                         const float2* ads, float* out) {
+    gemv_k_rows<T_Q4_K, 144, 2>(w, rb, n_out, cols, aq, ads, out);
+}
+
+extern "C" __global__ void gemv_q6_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                         const float2* ads, float* out) {
+    gemv_k_rows<T_Q6_K, 210, 2>(w, rb, n_out, cols, aq, ads, out);
+}
+
+// gemv_k1 with four super-block passes in flight per thread instead of two (long rows).
+template <int T, int BB>
+__device__ __forceinline__ void gemv_k1_u4(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
+                                           const i8* __restrict__ aq, const float2* __restrict__ ads,
+                                           float* __restrict__ out, int wpr) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int row = blockIdx.x * ((blockDim.x >> 5) / wpr) + warp / wpr;
+    const int nb = cols >> 8;
+    const size_t ar = blockIdx.y;
+    const i8* a = aq + ar * cols;
+    const float2* ad = ads + ar * (cols >> 5);
+    float acc[1] = {0.0f};
+    if (row < n_out) {
+        const u8* wr = w + (size_t)row * row_bytes;
+        const int t = (warp % wpr) * 32 + lane;
+        const int c = t & 7;
+        const int step = wpr * 4;
+        int kb = t >> 3;
+        float v0 = 0.0f, v1 = 0.0f, v2 = 0.0f, v3 = 0.0f;
+        for (; kb + 3 * step < nb; kb += 4 * step) {
+            v0 += k_chunk<T>(wr + (size_t)kb * BB, c, kb, a, ad);
+            v1 += k_chunk<T>(wr + (size_t)(kb + step) * BB, c, kb + step, a, ad);
+            v2 += k_chunk<T>(wr + (size_t)(kb + 2 * step) * BB, c, kb + 2 * step, a, ad);
+            v3 += k_chunk<T>(wr + (size_t)(kb + 3 * step) * BB, c, kb + 3 * step, a, ad);
+        }
+        for (; kb < nb; kb += step) v0 += k_chunk<T>(wr + (size_t)kb * BB, c, kb, a, ad);
+        acc[0] = (v0 + v1) + (v2 + v3);
+    }
+    team_store<1>(acc, wpr, row, n_out, (int)blockIdx.y, out);
+}
+
+extern "C" __global__ void gemv_q4_k_r1u4(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                          const float2* ads, float* out, int wpr) {
+    gemv_k1_u4<T_Q4_K, 144>(w, rb, n_out, cols, aq, ads, out, wpr);
+}
+
+extern "C" __global__ void gemv_q6_k_r1u4(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                          const float2* ads, float* out, int wpr) {
+    gemv_k1_u4<T_Q6_K, 210>(w, rb, n_out, cols, aq, ads, out, wpr);
 }

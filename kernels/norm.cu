@@ -1,9 +1,10 @@
 // Row-wise RMSNorm: out = x / sqrt(mean(x^2) + eps) * w (w may be null: gain 1). The sum of
 // squares is taken in f64 as the CPU reference does. x == out is allowed: each thread writes
-// only the elements it read. grid: rows; block: 256.
+// only the elements it read. grid: rows; block: any multiple of 32 up to 1024.
 
-extern "C" __global__ void rmsnorm_f32(const float* x, const float* __restrict__ w, float* out, int dim,
-                                       float eps) {
+template <bool Q>
+__device__ __forceinline__ void rmsnorm_row(const float* x, const float* __restrict__ w, float* out, int dim,
+                                            float eps, i8* __restrict__ q, float2* __restrict__ ds) {
     __shared__ double part[32];
     const float* xr = x + (size_t)blockIdx.x * dim;
     float* orow = out + (size_t)blockIdx.x * dim;
@@ -28,7 +29,30 @@ extern "C" __global__ void rmsnorm_f32(const float* x, const float* __restrict__
     const float mean = (float)(part[0] / (double)dim);
     const float scale = 1.0f / sqrtf(mean + eps);
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        const float v = __fmul_rn(xr[i], scale);
-        orow[i] = w ? __fmul_rn(v, w[i]) : v;
+        float v = __fmul_rn(xr[i], scale);
+        v = w ? __fmul_rn(v, w[i]) : v;
+        orow[i] = v;
+        if (Q) {
+            // The warp holds the 32 values of one q8_1 block: quantize as quantize_q8_1 does.
+            const size_t e = (size_t)blockIdx.x * dim + i;
+            const float amax = warp_max(fabsf(v));
+            const float d = amax / 127.0f;
+            const int qi = amax == 0.0f ? 0 : __float2int_rn(v / d);
+            q[e] = (i8)qi;
+            const int s = warp_sum_int(qi);
+            if ((threadIdx.x & 31) == 0) ds[e >> 5] = make_float2(d, d * (float)s);
+        }
     }
+}
+
+extern "C" __global__ void rmsnorm_f32(const float* x, const float* __restrict__ w, float* out, int dim,
+                                       float eps) {
+    rmsnorm_row<false>(x, w, out, dim, eps, nullptr, nullptr);
+}
+
+// RMSNorm that also leaves its output quantized to q8_1 blocks in `q`/`ds`, for the matmul that
+// reads it next. Needs dim a multiple of 32 and a block of whole warps.
+extern "C" __global__ void rmsnorm_q8_f32(const float* x, const float* __restrict__ w, float* out, int dim,
+                                          float eps, i8* __restrict__ q, float2* __restrict__ ds) {
+    rmsnorm_row<true>(x, w, out, dim, eps, q, ds);
 }

@@ -287,7 +287,7 @@ impl<'m, 'f> Engine<'m, 'f> {
             chunk
         };
         let kv = self.kv.slot(slot)?;
-        let backend = CpuBackend::new(
+        let mut backend = CpuBackend::new(
             &mut self.arena,
             &mut self.scratch,
             self.layout.scores,
@@ -309,8 +309,8 @@ impl<'m, 'f> Engine<'m, 'f> {
             fed: &mut self.fed,
         };
         match &mut self.profile {
-            Some(times) => feed.run(&mut Profiled::new(backend, times), logits),
-            None => feed.run(&mut { backend }, logits),
+            Some(times) => feed.run(&mut Profiled::new(&mut backend, times), logits),
+            None => feed.run(&mut backend, logits),
         }
     }
 }

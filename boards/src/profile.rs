@@ -90,6 +90,16 @@ impl OpTimes {
         self.time.iter().sum()
     }
 
+    /// The sum of two tables.
+    pub fn merged(&self, other: &OpTimes) -> OpTimes {
+        let mut out = *self;
+        for i in 0..Op::ALL.len() {
+            out.time[i] += other.time[i];
+            out.calls[i] += other.calls[i];
+        }
+        out
+    }
+
     fn add(&mut self, op: Op, d: Duration) {
         self.time[op as usize] += d;
         self.calls[op as usize] += 1;
@@ -121,28 +131,46 @@ impl OpTimes {
     }
 }
 
-/// A [`Backend`] that times every call of the one it wraps.
-pub struct Profiled<'t, B> {
-    /// The wrapped backend.
-    pub inner: B,
+/// A [`Backend`] that times every call of the one it borrows.
+pub struct Profiled<'b, 't, B> {
+    inner: &'b mut B,
     times: &'t mut OpTimes,
+    fence: Option<fn(&mut B)>,
 }
 
-impl<'t, B: Backend> Profiled<'t, B> {
-    /// Wraps `inner`, adding to `times`.
-    pub fn new(inner: B, times: &'t mut OpTimes) -> Self {
-        Profiled { inner, times }
+impl<'b, 't, B: Backend> Profiled<'b, 't, B> {
+    /// Wraps `inner`, adding to `times`. Right for backends whose calls return when the work is
+    /// done (the CPU backend).
+    pub fn new(inner: &'b mut B, times: &'t mut OpTimes) -> Self {
+        Profiled {
+            inner,
+            times,
+            fence: None,
+        }
+    }
+
+    /// As [`Profiled::new`] for an asynchronous backend (a GPU stream): `fence` waits until
+    /// the backend's queued work is done, and runs after every op before its clock stops.
+    pub fn with_fence(inner: &'b mut B, times: &'t mut OpTimes, fence: fn(&mut B)) -> Self {
+        Profiled {
+            inner,
+            times,
+            fence: Some(fence),
+        }
     }
 
     fn timed<T>(&mut self, op: Op, f: impl FnOnce(&mut B) -> T) -> T {
         let t0 = Instant::now();
-        let r = f(&mut self.inner);
+        let r = f(self.inner);
+        if let Some(fence) = self.fence {
+            fence(self.inner);
+        }
         self.times.add(op, t0.elapsed());
         r
     }
 }
 
-impl<B: Backend> Backend for Profiled<'_, B> {
+impl<B: Backend> Backend for Profiled<'_, '_, B> {
     type Error = B::Error;
 
     fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), B::Error> {

@@ -125,6 +125,17 @@ pub struct CudaBackend {
     /// (Q, K and V; gate and up) skips quantizing it again. Every op that may write the arena
     /// clears it, and so do graph capture and replay.
     pub(crate) qx: Option<(u64, usize, usize)>,
+    /// Output rows one warp of the one-row Q4_K / Q6_K GEMV takes on matrices of at least
+    /// [`WIDE_ROWS`](crate::ops::WIDE_ROWS) rows: 0 (the default) picks per matrix
+    /// (`auto_rows_per_warp`), 4 or 2 force the several-rows kernel, 1 the
+    /// one-row-per-warp-team kernel. Public so benchmarks can compare them.
+    pub gemv_rows_per_warp: usize,
+    /// Warps the one-row GEMV aims to launch when it splits rows over warp teams; 0 (the
+    /// default) picks by width (`auto_team_target`). Public so benchmarks can compare.
+    pub gemv_team_target: usize,
+    /// Use the four-passes-in-flight Q4_K / Q6_K one-row GEMV. Public so benchmarks can
+    /// compare.
+    pub gemv_unroll4: bool,
 }
 
 impl CudaBackend {
@@ -163,6 +174,9 @@ impl CudaBackend {
             weights: DeviceWeights::new(),
             capturing: false,
             qx: None,
+            gemv_rows_per_warp: 0,
+            gemv_team_target: 0,
+            gemv_unroll4: false,
             cap,
             gpu,
         })

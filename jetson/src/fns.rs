@@ -33,9 +33,14 @@ pub(crate) struct Fns {
     pub quantize_q8_1: CudaFunction,
     /// `(one row, eight rows)` per entry of [`GEMV_TYPES`].
     pub gemv: [(CudaFunction, CudaFunction); 7],
+    /// Several-rows-per-warp one-row GEMVs of Q4_K and Q6_K: `(2 rows, 4 rows)` a warp.
+    pub gemv_rows: [(CudaFunction, CudaFunction); 2],
+    /// The one-row Q4_K and Q6_K GEMVs with four super-block passes in flight.
+    pub gemv_u4: [CudaFunction; 2],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
+    pub rmsnorm_q8: CudaFunction,
     pub rope: CudaFunction,
     pub add: CudaFunction,
     pub scale: CudaFunction,
@@ -62,9 +67,15 @@ impl Fns {
         Ok(Fns {
             quantize_q8_1: f("quantize_q8_1")?,
             gemv,
+            gemv_rows: [
+                (f("gemv_q4_k_rw2")?, f("gemv_q4_k_rw4")?),
+                (f("gemv_q6_k_rw2")?, f("gemv_q6_k_rw4")?),
+            ],
+            gemv_u4: [f("gemv_q4_k_r1u4")?, f("gemv_q6_k_r1u4")?],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,
+            rmsnorm_q8: f("rmsnorm_q8_f32")?,
             rope: f("rope_f32")?,
             add: f("add_f32")?,
             scale: f("scale_f32")?,

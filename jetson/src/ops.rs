@@ -13,15 +13,47 @@ use crate::CudaError;
 /// Warps (output rows) per GEMV block.
 const GEMV_WARPS: usize = 4;
 
+/// RMSNorms at least this wide (and a multiple of 32) quantize their output for the next
+/// matmul in the same launch; narrower ones are per-head norms that feed no matmul.
+const FUSED_NORM_MIN_DIM: usize = 512;
+
+/// Matrices with at least this many output rows use the several-rows-per-warp Q4_K / Q6_K
+/// GEMV for one activation row (enough warps to fill the GPU without splitting rows).
+pub const WIDE_ROWS: usize = 2048;
+
 /// Warps that the one-row GEMV gives each output row (1, 2, 4 or 8): split a row's columns over
 /// more warps while there are too few rows to fill the GPU (about 6144 warps) and each warp keeps
 /// at least one full pass (1024 columns).
-pub(crate) fn team_warps(n_out: usize, cols: usize) -> usize {
+pub(crate) fn team_warps(n_out: usize, cols: usize, target: usize) -> usize {
     let mut wpr = 1;
-    while wpr < 8 && n_out * wpr < 6144 && cols >= 2048 * wpr {
+    while wpr < 8 && n_out * wpr < target && cols >= 2048 * wpr {
         wpr *= 2;
     }
     wpr
+}
+
+/// Output rows a warp of the one-row Q4_K / Q6_K GEMV takes, chosen from measurements on the
+/// H200 (132 SMs; BENCHMARKS.md): two rows a warp when the matrix is narrow (≤ 8192 columns)
+/// and either has few rows (Q, gate, output projections: the second row's loads add the
+/// parallelism the few warps lack) or very many (the output head: activation reuse); one row a
+/// warp otherwise, where halving the warps leaves a poorly filled last wave (19 968-row FFN
+/// matrices). A GPU with far fewer SMs (Jetson Orin: 16) should be measured again.
+pub(crate) fn auto_rows_per_warp(n_out: usize, cols: usize) -> usize {
+    if cols <= 8192 && (n_out <= 8192 || n_out >= 65536) {
+        2
+    } else {
+        1
+    }
+}
+
+/// The warp-team target of [`team_warps`]: long rows (more than 8192 columns, the FFN down
+/// projection) are split over two warps sooner, which the H200 measurements favour.
+pub(crate) fn auto_team_target(cols: usize) -> usize {
+    if cols > 8192 {
+        16384
+    } else {
+        6144
+    }
 }
 
 fn disjoint(a: Buf, b: Buf) -> bool {
@@ -100,9 +132,39 @@ impl CudaBackend {
                 .launch(raw(f8), (gx, full as u32, 1), (GEMV_WARPS * 32) as u32, &a)?;
         }
         let rest = rows - full * 8;
+        let rw = match self.gemv_rows_per_warp {
+            0 => auto_rows_per_warp(w.rows, cols),
+            n => n,
+        };
+        let rows_fn = match w.ty {
+            GgmlType::Q4_K => Some(&fns.gemv_rows[0]),
+            GgmlType::Q6_K => Some(&fns.gemv_rows[1]),
+            _ => None,
+        };
+        if let (true, Some((f2, f4)), 2 | 4) = (rest > 0 && w.rows >= WIDE_ROWS, rows_fn, rw) {
+            let r0 = (full * 8) as u64;
+            let a = common(
+                self.aq.ptr() + r0 * cols as u64,
+                self.ads.ptr() + r0 * (cols as u64 / 32) * 8,
+                out + r0 * w.rows as u64 * 4,
+                1,
+            )?;
+            let f = if rw == 4 { f4 } else { f2 };
+            let gx = w.rows.div_ceil(GEMV_WARPS * rw) as u32;
+            return self.gpu.launch(
+                raw(f),
+                (gx, rest as u32, 1),
+                (GEMV_WARPS * 32) as u32,
+                &a[..7],
+            );
+        }
         if rest > 0 {
             let r0 = (full * 8) as u64;
-            let wpr = team_warps(w.rows, cols);
+            let target = match self.gemv_team_target {
+                0 => auto_team_target(cols),
+                n => n,
+            };
+            let wpr = team_warps(w.rows, cols, target);
             let warps = if wpr > GEMV_WARPS { wpr } else { GEMV_WARPS };
             let gx = w.rows.div_ceil(warps / wpr) as u32;
             let a = common(
@@ -111,8 +173,13 @@ impl CudaBackend {
                 out + r0 * w.rows as u64 * 4,
                 wpr,
             )?;
+            let f = match (self.gemv_unroll4, w.ty) {
+                (true, GgmlType::Q4_K) => &fns.gemv_u4[0],
+                (true, GgmlType::Q6_K) => &fns.gemv_u4[1],
+                _ => f1,
+            };
             self.gpu
-                .launch(raw(f1), (gx, rest as u32, 1), (warps * 32) as u32, &a)?;
+                .launch(raw(f), (gx, rest as u32, 1), (warps * 32) as u32, &a)?;
         }
         Ok(())
     }
@@ -195,19 +262,33 @@ impl Backend for CudaBackend {
         if rows == 0 {
             return Ok(());
         }
-        let f = raw(&self.gpu.fns().rmsnorm);
-        self.gpu.launch(
-            f,
-            (rows as u32, 1, 1),
-            256,
-            &[
-                Arg::P(xp),
-                Arg::P(w),
-                Arg::P(op),
-                Arg::int(dim)?,
-                Arg::F(eps),
-            ],
-        )
+        // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
+        let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
+        let args = [
+            Arg::P(xp),
+            Arg::P(w),
+            Arg::P(op),
+            Arg::int(dim)?,
+            Arg::F(eps),
+            Arg::P(self.aq.ptr()),
+            Arg::P(self.ads.ptr()),
+        ];
+        // A norm over whole rows of a matmul's width (the pre-attention, pre-FFN and output
+        // norms) also quantizes its output for that matmul, saving it a launch.
+        let fuse = dim.is_multiple_of(32)
+            && dim >= FUSED_NORM_MIN_DIM
+            && rows <= self.cap.chunk
+            && dim <= self.cap.max_cols.div_ceil(32) * 32;
+        let fns = self.gpu.fns();
+        if fuse {
+            self.gpu
+                .launch(raw(&fns.rmsnorm_q8), (rows as u32, 1, 1), threads, &args)?;
+            self.qx = Some((op, rows, dim));
+            Ok(())
+        } else {
+            self.gpu
+                .launch(raw(&fns.rmsnorm), (rows as u32, 1, 1), threads, &args[..5])
+        }
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
@@ -497,13 +578,13 @@ mod tests {
     #[test]
     fn team_warps_split_small_outputs_only() {
         // 30B shapes: K/V projections split four ways, wide outputs one warp per row.
-        assert_eq!(team_warps(256, 6656), 4);
-        assert_eq!(team_warps(4096, 6656), 2);
-        assert_eq!(team_warps(6656, 19968), 1);
-        assert_eq!(team_warps(19968, 6656), 1);
+        assert_eq!(team_warps(256, 6656, 6144), 4);
+        assert_eq!(team_warps(4096, 6656, 6144), 2);
+        assert_eq!(team_warps(6656, 19968, 6144), 1);
+        assert_eq!(team_warps(19968, 6656, 6144), 1);
         // Narrow rows never split below one 1024-column pass per warp.
-        assert_eq!(team_warps(100, 512), 1);
-        assert_eq!(team_warps(300, 4096), 4);
-        assert_eq!(team_warps(1, 1 << 20), 8);
+        assert_eq!(team_warps(100, 512, 6144), 1);
+        assert_eq!(team_warps(300, 4096, 6144), 4);
+        assert_eq!(team_warps(1, 1 << 20, 6144), 8);
     }
 }

@@ -46,6 +46,12 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         &mut self.backend
     }
 
+    /// The model and the backend at once (for driving the forward pass through a wrapper,
+    /// such as a per-op profiler).
+    pub fn parts(&mut self) -> (&Model<'m, 'w>, &mut CudaBackend) {
+        (&self.model, &mut self.backend)
+    }
+
     /// Whether a decode graph has been captured.
     pub fn has_graph(&self) -> bool {
         self.graph.is_some()

@@ -137,6 +137,8 @@ pub fn run(
         per_tok / 1e9
     );
 
+    gemv_bench(&mut m, &gpu, &loaded, bw)?;
+
     for (mode, graph) in [("eager", false), ("graph", true)] {
         let mut tok = tokens.last().copied().unwrap_or(0);
         // Warm-up step (captures the graph), not timed.
@@ -165,5 +167,127 @@ pub fn run(
             bw / 1e9
         );
     }
+    Ok(())
+}
+
+/// Each distinct weight of layer 0 and the output head as a one-row GEMV on its own, repeated:
+/// time per call and weight bytes ÷ time against the measured bandwidth. Then one eager decode
+/// step per op kind, with the stream synchronized after every op.
+fn gemv_bench(
+    m: &mut CudaModel<'_, '_>,
+    gpu: &Gpu,
+    loaded: &Loaded<'_>,
+    bw: f64,
+) -> Result<(), String> {
+    use glimmer_boards::profile::{OpTimes, Profiled};
+    use glimmer_core::exec::Backend;
+    let e = |e: glimmer_jetson::CudaError| e.to_string();
+    let w = &loaded.weights;
+    let spec = &loaded.spec;
+    let Some(l0) = w.layers.first() else {
+        return Ok(());
+    };
+    let mut list = vec![
+        ("attn_q", l0.wq),
+        ("attn_k", l0.wk),
+        ("attn_v", l0.wv),
+        ("attn_output", l0.wo),
+        ("ffn_gate", l0.w_gate),
+        ("ffn_up", l0.w_up),
+        ("ffn_down", l0.w_down),
+        ("output", w.output),
+    ];
+    if let Some(g) = l0.attn_gate {
+        list.push(("attn_gate", g));
+    }
+    let (model, be) = m.parts();
+    let layout = model.layout;
+    let reps = 50;
+    // (rows a warp, team target, unroll 4); 0 = the backend's automatic choice.
+    let variants: [(usize, usize, bool); 3] = [(1, 6144, false), (2, 6144, false), (0, 0, false)];
+    for (rw, target, u4) in variants {
+        be.gemv_rows_per_warp = rw;
+        be.gemv_team_target = target;
+        be.gemv_unroll4 = u4;
+        println!(
+            "  GEMV variant: {rw} row(s) a warp on Q4_K/Q6_K matrices of >= {} rows, team target {target} warps, unroll4 {u4}",
+            glimmer_jetson::WIDE_ROWS
+        );
+        let mut total_bytes = 0f64;
+        let mut total_s = 0f64;
+        for &(name, t) in &list {
+            // Inputs: a region at least `cols` wide; outputs: the logits region (the widest).
+            let x = if t.cols <= layout.xn.len {
+                layout.xn
+            } else {
+                layout.gate
+            }
+            .prefix(t.cols);
+            let out = layout.logits.prefix(t.rows);
+            if x.len > layout.gate.len.max(layout.xn.len) || out.len > layout.logits.len {
+                continue;
+            }
+            for _ in 0..3 {
+                be.matmul(&t, x, 1, out).map_err(e)?;
+            }
+            gpu.synchronize().map_err(e)?;
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                be.matmul(&t, x, 1, out).map_err(e)?;
+            }
+            gpu.synchronize().map_err(e)?;
+            let s = t0.elapsed().as_secs_f64() / reps as f64;
+            let bytes = t.data.len() as f64;
+            let layers = if name == "output" {
+                1.0
+            } else {
+                spec.n_layer as f64
+            };
+            total_bytes += bytes * layers;
+            total_s += s * layers;
+            println!(
+                "  gemv {name:<12} {:>6} x {:>6} {:<5} {:>9.1} us  {:>7.0} GB/s = {:>5.1}% of HBM",
+                t.rows,
+                t.cols,
+                t.ty.name(),
+                s * 1e6,
+                bytes / s / 1e9,
+                100.0 * bytes / s / bw
+            );
+        }
+        println!(
+        "SUMMARY|gemv|rows/warp {rw} target {target} u4 {u4}: all weights of a token, one GEMV at a time|{:.2} ms|{:.0} GB/s = {:.1}% of HBM",
+        total_s * 1e3,
+        total_bytes / total_s / 1e9,
+        100.0 * total_bytes / total_s / bw
+    );
+    }
+    be.gemv_rows_per_warp = 0;
+    be.gemv_team_target = 0;
+    be.gemv_unroll4 = false;
+
+    // One eager step per op, synchronizing after each.
+    let mut times = OpTimes::default();
+    let steps = 8;
+    let sync: fn(&mut CudaBackend) = |b| {
+        let _ = b.gpu().synchronize();
+    };
+    for s in 0..=steps {
+        let mut one = OpTimes::default();
+        let (model, be) = m.parts();
+        be.set_inputs(&[1], &[s as u32]).map_err(e)?;
+        let mut p = Profiled::with_fence(be, &mut one, sync);
+        model
+            .forward(&mut p, &[1], s as u32, LogitRows::Last)
+            .map_err(|e| format!("{e:?}"))?;
+        if s > 0 {
+            times = times.merged(&one);
+        }
+    }
+    println!(
+        "  eager decode step, synchronized per op ({:.2} ms a step):\n{}",
+        times.total().as_secs_f64() * 1e3 / steps as f64,
+        times.table()
+    );
     Ok(())
 }

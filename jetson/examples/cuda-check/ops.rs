@@ -242,10 +242,13 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // decode shapes for the one-row kernels' other launch shapes: many rows with one warp each
     // and an odd super-block count (Q6_K rows at 2 mod 4 bytes), and few wide rows split over
     // warp teams.
-    let shapes: [(usize, usize, &[usize]); 3] = [
+    // (2050, 1280): the several-rows-a-warp Q4_K/Q6_K kernels with a ragged last warp and
+    // three activation rows.
+    let shapes: [(usize, usize, &[usize]); 4] = [
         (100, 512, &[1, 11]),
         (4100, 768, &[1]),
         (300, 4096, &[1, 3]),
+        (2050, 1280, &[1, 3]),
     ];
     let mut id = 1000;
     for (n_out, cols, row_counts) in shapes {
