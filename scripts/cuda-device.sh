@@ -62,9 +62,11 @@ step synth-tiny-q8_0 "$BIN" synth --out "$MODELS/tiny-q8_0.gguf"
 step synth-tiny-q4_k_m "$BIN" synth --out "$MODELS/tiny-q4_k_m.gguf" --type q4_k_m
 step synth-tiny-q5_k "$BIN" synth --out "$MODELS/tiny-q5_k.gguf" --type q5_k
 step synth-tiny-q4_0 "$BIN" synth --out "$MODELS/tiny-q4_0.gguf" --type q4_0
+# Mid-sized: rows wide enough for the fused norm + quantize and the two-rows-a-warp GEMV.
+step synth-mid-q4_k_m "$BIN" synth --out "$MODELS/mid-q4_k_m.gguf" --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
 step ops "$BIN" ops --seed 1
 step ops-seed2 "$BIN" ops --seed 2
-for m in tiny-q8_0 tiny-q4_k_m tiny-q5_k tiny-q4_0; do
+for m in tiny-q8_0 tiny-q4_k_m tiny-q5_k tiny-q4_0 mid-q4_k_m; do
   step "e2e-$m" "$BIN" e2e --model "$MODELS/$m.gguf" --tokens 64
 done
 step bench-tiny "$BIN" bench --model "$MODELS/tiny-q4_k_m.gguf" --prefill 128 --steps 64 --bw-gib 2

@@ -46,6 +46,11 @@ fn synth(args: &[String]) -> Result<(), String> {
         };
         cfg = cfg.with_type(ty, mix);
     }
+    // Shape overrides, for mid-sized checks (kernels that only engage on wide rows).
+    cfg.dim = num(args, "--dim", cfg.dim)?;
+    cfg.n_ff = num(args, "--ff", cfg.n_ff)?;
+    cfg.vocab = num(args, "--vocab", cfg.vocab)?;
+    cfg.n_layer = num(args, "--layers", cfg.n_layer)?;
     let t = std::time::Instant::now();
     let f = File::create(&out).map_err(|e| format!("{out}: {e}"))?;
     let n = write_synth(&cfg, BufWriter::with_capacity(8 << 20, f), |_, _| {})

@@ -317,6 +317,33 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     p.poison(buf(B, x.len))?;
     p.run(|b| b.b_rmsnorm(x, Some(&gt), cols, buf(B, x.len)))?;
     ok &= p.check("rmsnorm_f32_gain", buf(B, x.len), 1e-5)?;
+    // A 512-wide norm also quantizes its output for the next matmul (one launch): a matmul
+    // straight after it reads that quantization.
+    let wdata = matrix(&mut rng, GgmlType::Q4_K, 96, cols, 0.1)?;
+    let wt = Tensor {
+        ty: GgmlType::Q4_K,
+        rows: 96,
+        cols,
+        data: &wdata,
+        id: 3001,
+    };
+    p.cu.upload(&[wt]).map_err(|e| e.to_string())?;
+    for rows in [1usize, 7] {
+        let xr = buf(A, rows * cols);
+        let nb = buf(B, rows * cols);
+        let mo = buf(C, rows * 96);
+        p.poison(nb)?;
+        p.poison(mo)?;
+        p.run(|b| {
+            b.b_rmsnorm(xr, Some(&gt), cols, nb)?;
+            b.b_matmul(&wt, nb, rows, mo)
+        })?;
+        ok &= p.check(
+            &format!("rmsnorm_then_matmul_q4_K_rows{rows}"),
+            mo,
+            matmul_tol(GgmlType::Q4_K),
+        )?;
+    }
     p.run(|b| b.b_rmsnorm(x, None, cols, x))?;
     ok &= p.check("rmsnorm_f32_inplace", x, 1e-5)?;
 
