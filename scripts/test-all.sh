@@ -24,7 +24,7 @@ cargo check --workspace --target aarch64-unknown-linux-gnu
 step "cargo check --workspace --target aarch64-apple-darwin"
 cargo check --workspace --target aarch64-apple-darwin
 
-step "cargo test --workspace --release"
-cargo test --workspace --release
+step "cargo test --workspace --profile ci"
+cargo test --workspace --profile ci
 
 step "all checks passed"
