@@ -82,31 +82,7 @@ fn parse() -> Result<Args, String> {
 fn weight_bytes_per_token(w: &Weights<'_>) -> u64 {
     let mut b = (w.tok_embd.row_bytes() + w.output.data.len() + w.output_norm.data.len()) as u64;
     for l in w.layers.iter() {
-        for t in [
-            &l.attn_norm,
-            &l.wq,
-            &l.wk,
-            &l.wv,
-            &l.wo,
-            &l.ffn_norm,
-            &l.w_gate,
-            &l.w_up,
-            &l.w_down,
-        ] {
-            b += t.data.len() as u64;
-        }
-        for t in [
-            &l.q_norm,
-            &l.k_norm,
-            &l.post_attn_norm,
-            &l.attn_gate,
-            &l.post_ffn_norm,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            b += t.data.len() as u64;
-        }
+        b += l.tensors().map(|t| t.data.len() as u64).sum::<u64>();
     }
     b
 }

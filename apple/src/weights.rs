@@ -59,28 +59,7 @@ fn key(t: &Tensor<'_>) -> (usize, usize) {
 pub(crate) fn model_tensors<'a, 'w>(w: &'a Weights<'w>) -> Vec<&'a Tensor<'w>> {
     let mut v = vec![&w.tok_embd, &w.output_norm, &w.output];
     for l in w.layers.iter() {
-        v.extend([
-            &l.attn_norm,
-            &l.wq,
-            &l.wk,
-            &l.wv,
-            &l.wo,
-            &l.ffn_norm,
-            &l.w_gate,
-            &l.w_up,
-            &l.w_down,
-        ]);
-        v.extend(
-            [
-                &l.q_norm,
-                &l.k_norm,
-                &l.post_attn_norm,
-                &l.attn_gate,
-                &l.post_ffn_norm,
-            ]
-            .into_iter()
-            .flatten(),
-        );
+        v.extend(l.tensors());
     }
     v
 }

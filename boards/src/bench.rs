@@ -86,23 +86,7 @@ impl BenchReport {
 pub fn decode_weight_bytes(w: &Weights<'_>) -> usize {
     let mut total = w.output.data.len() + w.output_norm.data.len() + w.tok_embd.row_bytes();
     for l in w.layers.iter() {
-        let mats = [
-            Some(&l.attn_norm),
-            Some(&l.wq),
-            Some(&l.wk),
-            Some(&l.wv),
-            Some(&l.wo),
-            l.q_norm.as_ref(),
-            l.k_norm.as_ref(),
-            l.post_attn_norm.as_ref(),
-            l.attn_gate.as_ref(),
-            Some(&l.ffn_norm),
-            Some(&l.w_gate),
-            Some(&l.w_up),
-            Some(&l.w_down),
-            l.post_ffn_norm.as_ref(),
-        ];
-        total += mats.iter().flatten().map(|t| t.data.len()).sum::<usize>();
+        total += l.tensors().map(|t| t.data.len()).sum::<usize>();
     }
     total
 }

@@ -44,28 +44,7 @@ impl DeviceWeights {
     pub fn add_model(&mut self, gpu: &Gpu, w: &Weights<'_>) -> Result<(), CudaError> {
         let mut all: Vec<Tensor<'_>> = vec![w.tok_embd, w.output_norm, w.output];
         for l in w.layers.iter() {
-            all.extend([
-                l.attn_norm,
-                l.wq,
-                l.wk,
-                l.wv,
-                l.wo,
-                l.ffn_norm,
-                l.w_gate,
-                l.w_up,
-                l.w_down,
-            ]);
-            all.extend(
-                [
-                    l.q_norm,
-                    l.k_norm,
-                    l.post_attn_norm,
-                    l.attn_gate,
-                    l.post_ffn_norm,
-                ]
-                .into_iter()
-                .flatten(),
-            );
+            all.extend(l.tensors().copied());
         }
         self.add(gpu, &all)
     }

@@ -81,6 +81,31 @@ pub struct LayerWeights<'a> {
     pub post_ffn_norm: Option<Tensor<'a>>,
 }
 
+impl<'a> LayerWeights<'a> {
+    /// Every tensor of the layer, the optional ones only when present: the one list that
+    /// uploads, byte counts and benchmarks walk, so a new tensor cannot be missed by one of them.
+    pub fn tensors(&self) -> impl Iterator<Item = &Tensor<'a>> + '_ {
+        [
+            Some(&self.attn_norm),
+            Some(&self.wq),
+            Some(&self.wk),
+            Some(&self.wv),
+            Some(&self.wo),
+            self.q_norm.as_ref(),
+            self.k_norm.as_ref(),
+            self.post_attn_norm.as_ref(),
+            self.attn_gate.as_ref(),
+            Some(&self.ffn_norm),
+            Some(&self.w_gate),
+            Some(&self.w_up),
+            Some(&self.w_down),
+            self.post_ffn_norm.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
 /// Every tensor the forward pass reads.
 #[derive(Clone, Debug)]
 pub struct Weights<'a> {
