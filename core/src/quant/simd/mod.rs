@@ -17,6 +17,8 @@
 
 mod features;
 mod kernels;
+#[macro_use]
+mod tile;
 #[cfg(test)]
 pub(crate) mod tests;
 
