@@ -94,7 +94,7 @@ mod plain {
     super::avx2::avx2_dot32!("avx2,fma,f16c");
     super::avx2_k::avx2_dotk!("avx2,fma,f16c");
     super::tile32::avx2_tile32!("avx2,fma,f16c", 2, 4);
-    super::tilek::avx2_tilek!("avx2,fma,f16c", 2, 4);
+    super::tilek::avx2_tilek!("avx2,fma,f16c", 1, 8);
 }
 
 /// The VNNI forms shared by the `vnni` and `evex` tiers: exact for any bytes.
@@ -185,8 +185,8 @@ mod vnni {
         super::avx2::hbits32,
         2,
         4,
-        2,
-        4
+        1,
+        8
     );
 }
 
@@ -197,10 +197,10 @@ mod evex {
         _mm256_dpbusd_epi32,
         _mm256_dpwssd_epi32,
         hbits_mask,
-        4,
-        4,
-        4,
-        4
+        2,
+        8,
+        2,
+        8
     );
 
     /// [`hbits32`](super::avx2::hbits32) with an AVX-512 byte mask.
