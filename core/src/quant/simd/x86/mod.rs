@@ -32,6 +32,7 @@ mod plain {
     use super::super::scales_mins_k4;
     use super::avx2::{
         f16x2, f16x8, hbits32 as hbits, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead,
+        tile_sums,
     };
     use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
     use super::tilek::K45;
@@ -108,7 +109,9 @@ macro_rules! vnni_tier {
             BlockQ8_1,
         };
         use super::super::scales_mins_k4;
-        use super::avx2::{f16x2, f16x8, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead};
+        use super::avx2::{
+            f16x2, f16x8, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead, tile_sums,
+        };
         use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
         use super::tilek::K45;
 

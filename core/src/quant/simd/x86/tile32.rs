@@ -45,7 +45,7 @@ macro_rules! avx2_tile32 {
                     }
                 }
             }
-            acc.map(|r| hsums(r))
+            tile_sums(acc)
         }
 
         /// Q4_1 · Q8_1 on `R × C` rows (see `q4_1`). The `m_w · s_a` sums of one weight
@@ -96,7 +96,7 @@ macro_rules! avx2_tile32 {
                     }
                 }
             }
-            let mut out = acc.map(|r| hsums(r));
+            let mut out = tile_sums(acc);
             for (o, m) in out.iter_mut().zip(accm) {
                 let mut ms = [0.0f32; 8];
                 // SAFETY: writes exactly the 32 bytes of `ms`; no alignment requirement.
@@ -142,7 +142,7 @@ macro_rules! avx2_tile32 {
                     }
                 }
             }
-            acc.map(|r| hsums(r))
+            tile_sums(acc)
         }
 
         /// Q8_0 · Q8_0 on `R × C` rows (see `q8_0`).
@@ -173,7 +173,7 @@ macro_rules! avx2_tile32 {
                     }
                 }
             }
-            acc.map(|r| hsums(r))
+            tile_sums(acc)
         }
 
         tile_entry!($feat, q4_0_tile, BlockQ4_0, BlockQ8_0, q4_0_t, $r, $c);

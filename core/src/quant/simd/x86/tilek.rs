@@ -122,7 +122,7 @@ macro_rules! avx2_tilek {
                     }
                 }
             }
-            acc.map(|r| hsums(r))
+            tile_sums(acc)
         }
 
         /// Q4_K · Q8_K on `R × C` rows (see `q4_k`).
@@ -259,7 +259,7 @@ macro_rules! avx2_tilek {
                     }
                 }
             }
-            acc.map(|r| hsums(r))
+            tile_sums(acc)
         }
 
         tile_entry!($feat, q4_k_tile, BlockQ4K, BlockQ8K, q4_k_t, $r, $c);
