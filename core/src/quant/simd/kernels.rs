@@ -65,14 +65,17 @@ const QUANT_TYPES: [GgmlType; 3] = [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8
 /// checks its lengths like the free functions [`quantize_row`](super::super::quantize_row)
 /// and [`vec_dot`]. Results: quantizers write the same bytes as the scalar ones; dot products
 /// sum each block's quants exactly in integers like the scalar kernels and differ only in
-/// the order of the f32 additions.
+/// the order of the f32 additions. Where a tier has a tile kernel for a type (the x86 tiers
+/// for all seven), [`Kernels::dot_tile`] uses it; it gives the same bits as
+/// [`Kernels::dot_rows`] of that tier for every (weight row, activation row) pair, which
+/// the engine relies on (prefill and decode compute the same values).
 ///
 /// Activation rows must come from the activation quantizers (theirs or the scalar ones):
 /// the SIMD Q6_K kernels use the stored Q8_K block sums, as the scalar Q4_K / Q5_K ones do.
 ///
 /// Invariant (what makes calling the stored pointers sound): a kernel is stored only when
-/// `features` holds every [`Feature`] it was compiled for; [`Kernels::offer_dot`] and
-/// [`Kernels::offer_quant`] check that, and they are the only writers.
+/// `features` holds every [`Feature`] it was compiled for; `offer_dot`, `offer_dot_tile`,
+/// `offer_quant` and `offer_f16` check that, and they are the only writers.
 #[derive(Clone, Copy)]
 pub struct Kernels {
     features: CpuFeatures,

@@ -13,7 +13,6 @@
 
 /// Defines `$name`, a `TileFn` compiled for `$feat` over `$kern` (see the module docs) with
 /// `$r × $c` register blocks.
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! tile_entry {
     ($feat:literal, $name:ident, $w:ty, $a:ty, $kern:ident, $r:literal, $c:literal) => {
         #[target_feature(enable = $feat)]
@@ -38,10 +37,10 @@ macro_rules! tile_entry {
                 return;
             };
             let mut c0 = 0;
-            while c0 + $c <= k {
+            while k - c0 >= $c {
                 let ar = rows::<$a, $c>(a, nb, c0);
                 let mut i0 = 0;
-                while i0 + $r <= m {
+                while m - i0 >= $r {
                     store(out, ldo, i0, c0, $kern::<$r, $c>(rows(w, nb, i0), ar));
                     i0 += $r;
                 }
@@ -54,7 +53,7 @@ macro_rules! tile_entry {
             while c0 < k {
                 let ar = rows::<$a, 1>(a, nb, c0);
                 let mut i0 = 0;
-                while i0 + $r <= m {
+                while m - i0 >= $r {
                     store(out, ldo, i0, c0, $kern::<$r, 1>(rows(w, nb, i0), ar));
                     i0 += $r;
                 }
@@ -70,7 +69,6 @@ macro_rules! tile_entry {
 
 /// Rows `first..first + N` of `blocks` (rows of `nb` blocks); a row past the end is empty
 /// (the kernels then return zeros for it).
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub(super) fn rows<T, const N: usize>(blocks: &[T], nb: usize, first: usize) -> [&[T]; N] {
     core::array::from_fn(|j| {
@@ -80,7 +78,6 @@ pub(super) fn rows<T, const N: usize>(blocks: &[T], nb: usize, first: usize) -> 
 }
 
 /// Writes `v[r][c]` to `out[(c0 + c) * ldo + i0 + r]` (where that index exists).
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
 pub(super) fn store<const R: usize, const C: usize>(
     out: &mut [f32],

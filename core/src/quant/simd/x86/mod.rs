@@ -10,6 +10,11 @@
 //!   lower clocks on some cores); so this tier stays at 256 bits.
 //!
 //! All of them prefetch each weight row `avx2::PREFETCH_BYTES` ahead.
+//!
+//! Each tier also has tile kernels for the prefill path (`tile32`, `tilek`): `R × C` register
+//! blocks of weight rows × activation rows, by measurement 2 × 8 on `evex` (32 vector
+//! registers) and, on the 16-register tiers, 2 × 4 for the 32-element formats and 1 × 8 for
+//! the K-quants.
 
 mod avx2;
 mod avx2_k;
