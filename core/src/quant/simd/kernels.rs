@@ -22,6 +22,16 @@ use super::{CpuFeatures, Isa};
 /// `unsafe` part of calling one is the instruction set it was compiled for.
 pub(super) type RowsFn = unsafe fn(w: &[u8], act: &[u8], out: &mut [f32]);
 
+/// Dot products of a tile of weight rows with several activation rows, register-blocked:
+/// with `m` the rows of `w` and `k` those of `acts` (both rows of the same number of
+/// blocks), `out[r * ldo + i]` is weight row `i` dotted with activation row `r`, computed
+/// bit for bit as the [`RowsFn`] of the same tier computes it.
+///
+/// Contract, checked by [`Kernels::dot_tile`] before any call: `acts` is `k` whole
+/// activation rows, `w` whole weight rows of as many blocks, `ldo >= m` and `out` holds
+/// index `(k - 1) * ldo + m - 1`. Same safety story as [`RowsFn`].
+pub(super) type TileFn = unsafe fn(w: &[u8], acts: &[u8], k: usize, out: &mut [f32], ldo: usize);
+
 /// Quantizes `x` (a whole number of blocks) into `out` (exactly that many blocks).
 /// Same safety story as [`RowsFn`].
 pub(super) type QuantFn = unsafe fn(x: &[f32], out: &mut [u8]);
@@ -55,18 +65,21 @@ const QUANT_TYPES: [GgmlType; 3] = [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8
 /// checks its lengths like the free functions [`quantize_row`](super::super::quantize_row)
 /// and [`vec_dot`]. Results: quantizers write the same bytes as the scalar ones; dot products
 /// sum each block's quants exactly in integers like the scalar kernels and differ only in
-/// the order of the f32 additions.
+/// the order of the f32 additions. Where a tier has a tile kernel for a type (the x86 tiers
+/// for all seven), [`Kernels::dot_tile`] uses it; it gives the same bits as
+/// [`Kernels::dot_rows`] of that tier for every (weight row, activation row) pair, which
+/// the engine relies on (prefill and decode compute the same values).
 ///
 /// Activation rows must come from the activation quantizers (theirs or the scalar ones):
 /// the SIMD Q6_K kernels use the stored Q8_K block sums, as the scalar Q4_K / Q5_K ones do.
 ///
 /// Invariant (what makes calling the stored pointers sound): a kernel is stored only when
-/// `features` holds every [`Feature`] it was compiled for; [`Kernels::offer_dot`] and
-/// [`Kernels::offer_quant`] check that, and they are the only writers.
+/// `features` holds every [`Feature`] it was compiled for; `offer_dot`, `offer_dot_tile`,
+/// `offer_quant` and `offer_f16` check that, and they are the only writers.
 #[derive(Clone, Copy)]
 pub struct Kernels {
     features: CpuFeatures,
-    dots: [(RowsFn, Isa); DOT_TYPES.len()],
+    dots: [(RowsFn, Option<TileFn>, Isa); DOT_TYPES.len()],
     quants: [(QuantFn, Isa); QUANT_TYPES.len()],
     f16: (F16DotFn, F16AxpyFn, Isa),
 }
@@ -77,13 +90,13 @@ impl Kernels {
         Self {
             features: CpuFeatures::none(),
             dots: [
-                (scalar_q4_0, Isa::Scalar),
-                (scalar_q4_1, Isa::Scalar),
-                (scalar_q5_0, Isa::Scalar),
-                (scalar_q8_0, Isa::Scalar),
-                (scalar_q4_k, Isa::Scalar),
-                (scalar_q5_k, Isa::Scalar),
-                (scalar_q6_k, Isa::Scalar),
+                (scalar_q4_0, None, Isa::Scalar),
+                (scalar_q4_1, None, Isa::Scalar),
+                (scalar_q5_0, None, Isa::Scalar),
+                (scalar_q8_0, None, Isa::Scalar),
+                (scalar_q4_k, None, Isa::Scalar),
+                (scalar_q5_k, None, Isa::Scalar),
+                (scalar_q6_k, None, Isa::Scalar),
             ],
             quants: [
                 (scalar_quant_q8_0, Isa::Scalar),
@@ -112,11 +125,30 @@ impl Kernels {
 
     /// Stores `f` as the dot kernel of `ty` if the features hold everything in `needs`,
     /// which must list every feature `f` was compiled for.
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    #[cfg(target_arch = "aarch64")]
     pub(super) fn offer_dot(&mut self, ty: GgmlType, needs: &[Feature], isa: Isa, f: RowsFn) {
         if let Some(i) = DOT_TYPES.iter().position(|&t| t == ty) {
             if self.features.has_all(needs) {
-                self.dots[i] = (f, isa);
+                self.dots[i] = (f, None, isa);
+            }
+        }
+    }
+
+    /// Stores `rows` as the dot kernel of `ty` and `tile` as its tile kernel (which must
+    /// agree with `rows` bit for bit, see [`TileFn`]) if the features hold everything in
+    /// `needs`, which must list every feature both were compiled for.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn offer_dot_tile(
+        &mut self,
+        ty: GgmlType,
+        needs: &[Feature],
+        isa: Isa,
+        rows: RowsFn,
+        tile: TileFn,
+    ) {
+        if let Some(i) = DOT_TYPES.iter().position(|&t| t == ty) {
+            if self.features.has_all(needs) {
+                self.dots[i] = (rows, Some(tile), isa);
             }
         }
     }
@@ -172,7 +204,7 @@ impl Kernels {
     /// The tier of the dot kernel used for weight type `wty` ([`Isa::Scalar`] for types
     /// without a SIMD kernel).
     pub fn dot_isa(&self, wty: GgmlType) -> Isa {
-        dot_slot(wty).map_or(Isa::Scalar, |i| self.dots[i].1)
+        dot_slot(wty).map_or(Isa::Scalar, |i| self.dots[i].2)
     }
 
     /// The tier of the quantizer used for activation type `ty`.
@@ -228,8 +260,9 @@ impl Kernels {
     ///
     /// This is the prefill (matrix-matrix) path: the weight rows are read from memory once
     /// for all activation rows, in blocks of [`Kernels::TILE_ROWS`] rows that stay in the L1
-    /// cache while every activation row passes over them. Each value is computed exactly as
-    /// [`Kernels::dot_rows`] computes it, so the two agree bit for bit.
+    /// cache while every activation row passes over them. Where the tier has a tile kernel
+    /// (x86), it unpacks each weight block once for several activation rows. Each value is
+    /// computed exactly as [`Kernels::dot_rows`] computes it, so the two agree bit for bit.
     pub fn dot_tile(
         &self,
         wty: GgmlType,
@@ -258,9 +291,19 @@ impl Kernels {
                 got: out.len(),
             });
         }
+        let tile_fn = dot_slot(wty).and_then(|i| self.dots[i].1);
         let mut i0 = 0;
         for tile in w.chunks(Self::TILE_ROWS * rb) {
             let i1 = i0 + tile.len() / rb;
+            if let Some(f) = tile_fn {
+                // SAFETY: `tile` is whole rows of `rb` bytes and `acts` `k` rows of `ab`
+                // (checked above, with `m * rb` and `k * ab` the lengths); `out[i0..]` holds
+                // index `(k - 1) * m + (i1 - i0) - 1` as `out.len() == k * m` and `i1 <= m`;
+                // by the invariant of `Kernels` the CPU has every feature the kernel needs.
+                unsafe { f(tile, acts, k, &mut out[i0..], m) };
+                i0 = i1;
+                continue;
+            }
             for (r, act) in acts.chunks_exact(ab).enumerate() {
                 let o = &mut out[r * m + i0..r * m + i1];
                 self.dot_rows(wty, n, tile, act, o)?;
@@ -313,7 +356,7 @@ impl fmt::Debug for Kernels {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut m = f.debug_map();
         m.entry(&"features", &self.features);
-        for (t, (_, isa)) in DOT_TYPES.iter().zip(&self.dots) {
+        for (t, (_, _, isa)) in DOT_TYPES.iter().zip(&self.dots) {
             m.entry(&t.name(), &isa.name());
         }
         for (t, (_, isa)) in QUANT_TYPES.iter().zip(&self.quants) {

@@ -7,6 +7,10 @@
 //! - [`Kernels::select`] turns it into a table of function pointers, one dot-product kernel
 //!   per weight type and one quantizer per activation type, the best each [`Isa`] tier
 //!   allows. [`Kernels::dot_rows`] is the matmul entry: one dispatch, many rows.
+//!   [`Kernels::dot_tile`] is the prefill entry: many weight rows against many activation
+//!   rows; on x86 it runs register-blocked tile kernels (`tile`, `x86::tile32`,
+//!   `x86::tilek`) that unpack each weight block once for several activation rows and give
+//!   the same bits as `dot_rows`.
 //! - The kernels live per architecture: `x86` (AVX2, AVX-VNNI, AVX-512 with VNNI) and
 //!   `arm` (NEON, with SDOT where present). Each is tested against the scalar reference
 //!   (`quant::vec_dot`, `quant::quantize_row`), which stays the definition of the result.
@@ -17,6 +21,9 @@
 
 mod features;
 mod kernels;
+#[cfg(target_arch = "x86_64")]
+#[macro_use]
+mod tile;
 #[cfg(test)]
 pub(crate) mod tests;
 

@@ -91,7 +91,7 @@ fn check_rows(ty: GgmlType, n: usize, w: &[u8], act: &[u8], tiers: &[Kernels]) -
 
 /// Activation bytes with random quants in the whole `i8` range (including -128, which the
 /// quantizers never write), random scales, and consistent sums (Q8_1 `s`, Q8_K `bsums`).
-fn random_act(ty: GgmlType, n: usize, rng: &mut Rng) -> Vec<u8> {
+pub(super) fn random_act(ty: GgmlType, n: usize, rng: &mut Rng) -> Vec<u8> {
     let mut b = rng.bytes(ty.row_bytes(n).unwrap());
     match ty {
         GgmlType::Q8_0 => {

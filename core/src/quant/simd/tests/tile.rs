@@ -8,7 +8,23 @@ use std::vec::Vec;
 
 use super::super::super::tests::{random_weight_bytes, Rng};
 use super::super::super::*;
+use super::dots::random_act;
 use super::{quant_act, tiers, DOT_TYPES};
+
+/// Weight rows × activation rows: across several tiles with ragged ends, and counts that are
+/// not multiples of any register block (the x86 tiers use 2 × 4 and 4 × 4).
+const SHAPES: [(usize, usize); 10] = [
+    (1, 1),
+    (1, 2),
+    (5, 3),
+    (16, 1),
+    (2, 4),
+    (8, 8),
+    (37, 6),
+    (Kernels::TILE_ROWS + 3, 4),
+    (3, 9),
+    (2 * Kernels::TILE_ROWS + 7, 13),
+];
 
 #[test]
 fn dot_tile_matches_scalar_and_dot_rows() {
@@ -19,14 +35,7 @@ fn dot_tile_matches_scalar_and_dot_rows() {
         let n = if ty.block_size() == 32 { 96 } else { 512 };
         let rb = ty.row_bytes(n).unwrap();
         let ab = aty.row_bytes(n).unwrap();
-        // Weight rows across several tiles with a ragged end; 1 to 6 activation rows.
-        for (m, k) in [
-            (1usize, 2usize),
-            (5, 3),
-            (16, 1),
-            (37, 6),
-            (Kernels::TILE_ROWS + 3, 4),
-        ] {
+        for (m, k) in SHAPES {
             let w = random_weight_bytes(ty, m * n / ty.block_size(), &mut rng);
             let acts: Vec<u8> = (0..k).flat_map(|_| quant_act(aty, &rng.data(n))).collect();
             for kern in &tiers {
@@ -62,6 +71,48 @@ fn dot_tile_matches_scalar_and_dot_rows() {
                             kern.dot_isa(ty)
                         );
                     }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn dot_tile_is_bit_identical_to_dot_rows_on_any_bytes() {
+    // Activation quants over the whole i8 range (with -128, which no quantizer writes),
+    // several lengths, every shape: each output must equal `dot_rows` bit for bit.
+    let tiers = tiers();
+    let mut rng = Rng::new(0xb17);
+    for ty in DOT_TYPES {
+        let aty = vec_dot_type(ty);
+        let lens: &[usize] = if ty.block_size() == 32 {
+            &[32, 640, 1024]
+        } else {
+            &[256, 768, 2048]
+        };
+        for &n in lens {
+            let rb = ty.row_bytes(n).unwrap();
+            let ab = aty.row_bytes(n).unwrap();
+            for (m, k) in SHAPES {
+                let w = random_weight_bytes(ty, m * n / ty.block_size(), &mut rng);
+                let acts: Vec<u8> = (0..k).flat_map(|_| random_act(aty, n, &mut rng)).collect();
+                for kern in &tiers {
+                    let mut got = vec![f32::NAN; m * k];
+                    kern.dot_tile(ty, n, &w, &acts, &mut got).unwrap();
+                    for (r, act) in acts.chunks_exact(ab).enumerate() {
+                        let mut rows = vec![f32::NAN; m];
+                        kern.dot_rows(ty, n, &w, act, &mut rows).unwrap();
+                        for (i, &want) in rows.iter().enumerate() {
+                            assert_eq!(
+                                got[r * m + i].to_bits(),
+                                want.to_bits(),
+                                "{} {}: n {n} m {m} k {k} row {i} act {r}",
+                                ty.name(),
+                                kern.dot_isa(ty)
+                            );
+                        }
+                    }
+                    assert_eq!(w.len(), m * rb);
                 }
             }
         }

@@ -119,6 +119,17 @@ pub(super) fn hsums<const R: usize>(acc: [__m256; R]) -> [f32; R] {
     out
 }
 
+/// [`hsums`] of each row of a tile's accumulators.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+pub(super) fn tile_sums<const R: usize, const C: usize>(acc: [[__m256; C]; R]) -> [[f32; C]; R] {
+    let mut out = [[0.0; C]; R];
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = hsums(a);
+    }
+    out
+}
+
 /// The 32 nibbles of a Q4 block in element order: byte `j` holds element `j` in its low
 /// nibble and `j + 16` in its high one.
 #[target_feature(enable = "avx2,fma,f16c")]

@@ -10,11 +10,18 @@
 //!   lower clocks on some cores); so this tier stays at 256 bits.
 //!
 //! All of them prefetch each weight row `avx2::PREFETCH_BYTES` ahead.
+//!
+//! Each tier also has tile kernels for the prefill path (`tile32`, `tilek`): `R × C` register
+//! blocks of weight rows × activation rows, by measurement 2 × 8 on `evex` (32 vector
+//! registers) and, on the 16-register tiers, 2 × 4 for the 32-element formats and 1 × 8 for
+//! the K-quants.
 
 mod avx2;
 mod avx2_k;
 mod f16;
 mod quant;
+mod tile32;
+mod tilek;
 
 use super::super::GgmlType as T;
 use super::{Feature as F, Isa, Kernels};
@@ -29,9 +36,11 @@ mod plain {
     };
     use super::super::scales_mins_k4;
     use super::avx2::{
-        f16x2, f16x8, hbits32 as hbits, hsums, ld16i, ld32, ld32i, nib32, prefetch_ahead,
+        f16x2, f16x8, hbits32 as hbits, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead,
+        tile_sums,
     };
     use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
+    use super::tilek::K45;
 
     /// `acc + sum of 4 (u8 × i8)` per `i32` lane. Exact while each adjacent pair of
     /// products fits `i16`: `u ≤ 127` (all 4-6-bit quants) with any `s`.
@@ -62,23 +71,42 @@ mod plain {
         )
     }
 
+    /// A Q8_0 weight block widened to `i16`, as [`q8_dotw`] takes it.
+    struct Q8W(__m256i, __m256i);
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    fn q8_w(w: &[i8; 32]) -> Q8W {
+        let a = q8_act(w);
+        Q8W(a.0, a.1)
+    }
+
     /// Exact `sum(w · a)` of a Q8_0 block pair in eight `i32` lanes.
     #[target_feature(enable = "avx2,fma,f16c")]
     #[inline]
-    fn q8_dot(w: &[i8; 32], a: &Q8Act) -> __m256i {
-        let [lo, hi] = bytemuck::cast_ref::<[i8; 32], [[i8; 16]; 2]>(w);
-        let plo = _mm256_madd_epi16(_mm256_cvtepi8_epi16(ld16i(lo)), a.0);
-        let phi = _mm256_madd_epi16(_mm256_cvtepi8_epi16(ld16i(hi)), a.1);
+    fn q8_dotw(w: &Q8W, a: &Q8Act) -> __m256i {
+        let plo = _mm256_madd_epi16(w.0, a.0);
+        let phi = _mm256_madd_epi16(w.1, a.1);
         _mm256_add_epi32(plo, phi)
+    }
+
+    /// [`q8_dotw`] on the raw weight block.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    #[inline]
+    fn q8_dot(w: &[i8; 32], a: &Q8Act) -> __m256i {
+        q8_dotw(&q8_w(w), a)
     }
 
     super::avx2::avx2_dot32!("avx2,fma,f16c");
     super::avx2_k::avx2_dotk!("avx2,fma,f16c");
+    super::tile32::avx2_tile32!("avx2,fma,f16c", 2, 4);
+    super::tilek::avx2_tilek!("avx2,fma,f16c", 1, 8);
 }
 
 /// The VNNI forms shared by the `vnni` and `evex` tiers: exact for any bytes.
 macro_rules! vnni_tier {
-    ($feat:literal, $dpbusd:ident, $dpwssd:ident, $hbits:path) => {
+    ($feat:literal, $dpbusd:ident, $dpwssd:ident, $hbits:path, $r:literal, $c:literal,
+     $rk:literal, $ck:literal) => {
         use core::arch::x86_64::*;
 
         use super::super::super::blocks::{
@@ -86,8 +114,11 @@ macro_rules! vnni_tier {
             BlockQ8_1,
         };
         use super::super::scales_mins_k4;
-        use super::avx2::{f16x2, f16x8, hsums, ld16i, ld32, ld32i, nib32, prefetch_ahead};
+        use super::avx2::{
+            f16x2, f16x8, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead, tile_sums,
+        };
         use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
+        use super::tilek::K45;
 
         /// `acc + sum of 4 (u8 × i8)` per `i32` lane, exact.
         #[target_feature(enable = $feat)]
@@ -123,16 +154,33 @@ macro_rules! vnni_tier {
             Q8Act(a, off)
         }
 
+        /// A Q8_0 weight block offset to unsigned (`w + 128`), as [`q8_dotw`] takes it.
+        struct Q8W(__m256i);
+
+        #[target_feature(enable = $feat)]
+        #[inline]
+        fn q8_w(w: &[i8; 32]) -> Q8W {
+            Q8W(_mm256_xor_si256(ld32i(w), _mm256_set1_epi8(-128)))
+        }
+
         /// Exact `sum(w · a)` of a Q8_0 block pair in eight `i32` lanes.
         #[target_feature(enable = $feat)]
         #[inline]
+        fn q8_dotw(w: &Q8W, a: &Q8Act) -> __m256i {
+            dpbusd(a.1, w.0, a.0)
+        }
+
+        /// [`q8_dotw`] on the raw weight block.
+        #[target_feature(enable = $feat)]
+        #[inline]
         fn q8_dot(w: &[i8; 32], a: &Q8Act) -> __m256i {
-            let u = _mm256_xor_si256(ld32i(w), _mm256_set1_epi8(-128));
-            dpbusd(a.1, u, a.0)
+            q8_dotw(&q8_w(w), a)
         }
 
         super::avx2::avx2_dot32!($feat);
         super::avx2_k::avx2_dotk!($feat);
+        super::tile32::avx2_tile32!($feat, $r, $c);
+        super::tilek::avx2_tilek!($feat, $rk, $ck);
     };
 }
 
@@ -142,7 +190,11 @@ mod vnni {
         "avx2,fma,f16c,avxvnni",
         _mm256_dpbusd_avx_epi32,
         _mm256_dpwssd_avx_epi32,
-        super::avx2::hbits32
+        super::avx2::hbits32,
+        2,
+        4,
+        1,
+        8
     );
 }
 
@@ -152,7 +204,11 @@ mod evex {
         "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni",
         _mm256_dpbusd_epi32,
         _mm256_dpwssd_epi32,
-        hbits_mask
+        hbits_mask,
+        2,
+        8,
+        2,
+        8
     );
 
     /// [`hbits32`](super::avx2::hbits32) with an AVX-512 byte mask.
@@ -175,27 +231,111 @@ pub(super) fn install(k: &mut Kernels) {
     k.offer_quant(T::Q8_1, AVX2, Isa::Avx2, quant::quant_q8_1);
     k.offer_quant(T::Q8_K, AVX2, Isa::Avx2, quant::quant_q8_k);
 
-    k.offer_dot(T::Q4_0, AVX2, Isa::Avx2, plain::q4_0_rows);
-    k.offer_dot(T::Q4_1, AVX2, Isa::Avx2, plain::q4_1_rows);
-    k.offer_dot(T::Q5_0, AVX2, Isa::Avx2, plain::q5_0_rows);
-    k.offer_dot(T::Q8_0, AVX2, Isa::Avx2, plain::q8_0_rows);
-    k.offer_dot(T::Q4_K, AVX2, Isa::Avx2, plain::q4_k_rows);
-    k.offer_dot(T::Q5_K, AVX2, Isa::Avx2, plain::q5_k_rows);
-    k.offer_dot(T::Q6_K, AVX2, Isa::Avx2, plain::q6_k_rows);
+    k.offer_dot_tile(T::Q4_0, AVX2, Isa::Avx2, plain::q4_0_rows, plain::q4_0_tile);
+    k.offer_dot_tile(T::Q4_1, AVX2, Isa::Avx2, plain::q4_1_rows, plain::q4_1_tile);
+    k.offer_dot_tile(T::Q5_0, AVX2, Isa::Avx2, plain::q5_0_rows, plain::q5_0_tile);
+    k.offer_dot_tile(T::Q8_0, AVX2, Isa::Avx2, plain::q8_0_rows, plain::q8_0_tile);
+    k.offer_dot_tile(T::Q4_K, AVX2, Isa::Avx2, plain::q4_k_rows, plain::q4_k_tile);
+    k.offer_dot_tile(T::Q5_K, AVX2, Isa::Avx2, plain::q5_k_rows, plain::q5_k_tile);
+    k.offer_dot_tile(T::Q6_K, AVX2, Isa::Avx2, plain::q6_k_rows, plain::q6_k_tile);
 
-    k.offer_dot(T::Q4_0, VNNI, Isa::AvxVnni, vnni::q4_0_rows);
-    k.offer_dot(T::Q4_1, VNNI, Isa::AvxVnni, vnni::q4_1_rows);
-    k.offer_dot(T::Q5_0, VNNI, Isa::AvxVnni, vnni::q5_0_rows);
-    k.offer_dot(T::Q8_0, VNNI, Isa::AvxVnni, vnni::q8_0_rows);
-    k.offer_dot(T::Q4_K, VNNI, Isa::AvxVnni, vnni::q4_k_rows);
-    k.offer_dot(T::Q5_K, VNNI, Isa::AvxVnni, vnni::q5_k_rows);
-    k.offer_dot(T::Q6_K, VNNI, Isa::AvxVnni, vnni::q6_k_rows);
+    k.offer_dot_tile(
+        T::Q4_0,
+        VNNI,
+        Isa::AvxVnni,
+        vnni::q4_0_rows,
+        vnni::q4_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q4_1,
+        VNNI,
+        Isa::AvxVnni,
+        vnni::q4_1_rows,
+        vnni::q4_1_tile,
+    );
+    k.offer_dot_tile(
+        T::Q5_0,
+        VNNI,
+        Isa::AvxVnni,
+        vnni::q5_0_rows,
+        vnni::q5_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q8_0,
+        VNNI,
+        Isa::AvxVnni,
+        vnni::q8_0_rows,
+        vnni::q8_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q4_K,
+        VNNI,
+        Isa::AvxVnni,
+        vnni::q4_k_rows,
+        vnni::q4_k_tile,
+    );
+    k.offer_dot_tile(
+        T::Q5_K,
+        VNNI,
+        Isa::AvxVnni,
+        vnni::q5_k_rows,
+        vnni::q5_k_tile,
+    );
+    k.offer_dot_tile(
+        T::Q6_K,
+        VNNI,
+        Isa::AvxVnni,
+        vnni::q6_k_rows,
+        vnni::q6_k_tile,
+    );
 
-    k.offer_dot(T::Q4_0, EVEX, Isa::Avx512Vnni, evex::q4_0_rows);
-    k.offer_dot(T::Q4_1, EVEX, Isa::Avx512Vnni, evex::q4_1_rows);
-    k.offer_dot(T::Q5_0, EVEX, Isa::Avx512Vnni, evex::q5_0_rows);
-    k.offer_dot(T::Q8_0, EVEX, Isa::Avx512Vnni, evex::q8_0_rows);
-    k.offer_dot(T::Q4_K, EVEX, Isa::Avx512Vnni, evex::q4_k_rows);
-    k.offer_dot(T::Q5_K, EVEX, Isa::Avx512Vnni, evex::q5_k_rows);
-    k.offer_dot(T::Q6_K, EVEX, Isa::Avx512Vnni, evex::q6_k_rows);
+    k.offer_dot_tile(
+        T::Q4_0,
+        EVEX,
+        Isa::Avx512Vnni,
+        evex::q4_0_rows,
+        evex::q4_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q4_1,
+        EVEX,
+        Isa::Avx512Vnni,
+        evex::q4_1_rows,
+        evex::q4_1_tile,
+    );
+    k.offer_dot_tile(
+        T::Q5_0,
+        EVEX,
+        Isa::Avx512Vnni,
+        evex::q5_0_rows,
+        evex::q5_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q8_0,
+        EVEX,
+        Isa::Avx512Vnni,
+        evex::q8_0_rows,
+        evex::q8_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q4_K,
+        EVEX,
+        Isa::Avx512Vnni,
+        evex::q4_k_rows,
+        evex::q4_k_tile,
+    );
+    k.offer_dot_tile(
+        T::Q5_K,
+        EVEX,
+        Isa::Avx512Vnni,
+        evex::q5_k_rows,
+        evex::q5_k_tile,
+    );
+    k.offer_dot_tile(
+        T::Q6_K,
+        EVEX,
+        Isa::Avx512Vnni,
+        evex::q6_k_rows,
+        evex::q6_k_tile,
+    );
 }
