@@ -15,11 +15,15 @@
 //! different `#[target_feature]`s and a different integer-dot primitive (`vpmaddubsw` +
 //! `vpmaddwd` for plain AVX2, `vpdpbusd` / `vpdpwssd` for the VNNI tiers).
 
+mod attn;
+mod exp;
 mod features;
 mod kernels;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use attn::F16Rows;
+pub use exp::exp_f32;
 pub use features::{CpuFeatures, Feature, Isa};
 pub use kernels::Kernels;
 

@@ -11,6 +11,8 @@
 //!
 //! All of them prefetch each weight row `avx2::PREFETCH_BYTES` ahead.
 
+mod attn;
+mod attn512;
 mod avx2;
 mod avx2_k;
 mod f16;
@@ -170,6 +172,8 @@ pub(super) fn install(k: &mut Kernels) {
     const EVEX: &[F] = &[F::Avx2, F::Avx512, F::Avx512Vnni];
 
     k.offer_f16(AVX2, Isa::Avx2, f16::dot_f16, f16::axpy_f16);
+    k.offer_attn(AVX2, attn::AVX2);
+    k.offer_attn(&[F::Avx2, F::Avx512], attn512::AVX512);
 
     k.offer_quant(T::Q8_0, AVX2, Isa::Avx2, quant::quant_q8_0);
     k.offer_quant(T::Q8_1, AVX2, Isa::Avx2, quant::quant_q8_1);
