@@ -95,9 +95,10 @@ impl Job<'_> {
         let src = &self.q[r * qw + h * d..r * qw + (h + 1) * d];
         match self.kv.ty {
             KvType::F16 => {
-                for (o, &s) in dst.iter_mut().zip(src) {
-                    *o = f16::from_f32(s).to_f32();
-                }
+                let dst = dst.get_mut(..d).ok_or(CpuError::BadRegion)?;
+                dst.copy_from_slice(src);
+                // `x · 1` is `x`: this is the rounding alone.
+                self.kv.kernels.scale_round_f16(dst, 1.0);
             }
             KvType::Q8_0 => {
                 let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst);

@@ -348,3 +348,45 @@ fn too_little_scratch_is_an_error() {
         Err(CpuError::KvRange)
     );
 }
+
+/// Time per call of the shapes the benchmarks run (`cargo test --release -p glimmer-core --
+/// --ignored attention_speed --nocapture`); two tasks run back to back on one thread.
+#[test]
+#[ignore]
+fn attention_speed() {
+    let k = kernels();
+    for (name, n_head, n_head_kv, head_dim, window) in [
+        ("smollm2", 9, 3, 64, None),
+        ("gemma3 sliding", 4, 1, 256, Some(512)),
+        ("gemma3 global", 4, 1, 256, None),
+    ] {
+        let c = Case {
+            n_head,
+            n_head_kv,
+            head_dim,
+            window,
+            cap: 640,
+            len: 640,
+            ty: KvType::F16,
+        };
+        let mut pool = c.pool(&k);
+        let scratch = scratch_len(n_head, n_head_kv, head_dim, 640, 2).unwrap();
+        let mut rng = Rng(1);
+        let w = n_head * head_dim;
+        for (what, positions) in [
+            ("prefill 512", (0u32..512).collect::<Vec<_>>()),
+            ("decode @600", vec![600]),
+            ("decode @128", vec![128]),
+        ] {
+            let q = rng.data(positions.len() * w, 1.0);
+            let mut best = f64::INFINITY;
+            let reps = if positions.len() > 1 { 30 } else { 500 };
+            for _ in 0..reps {
+                let t0 = std::time::Instant::now();
+                attend(&c, &mut pool, &k, &Backwards(2), &q, &positions, scratch);
+                best = best.min(t0.elapsed().as_secs_f64());
+            }
+            std::println!("{name:>15} {what}: {:.1} us", best * 1e6);
+        }
+    }
+}

@@ -45,7 +45,7 @@ fn st8f(x: &mut [f32; 8], v: __m256) {
 /// `[T(a), T(b), T(c), T(d)]` with `T(v) = ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))`.
 #[target_feature(enable = "avx2,fma,f16c")]
 #[inline]
-fn hsum4(a: __m256, b: __m256, c: __m256, d: __m256) -> __m128 {
+pub(super) fn hsum4(a: __m256, b: __m256, c: __m256, d: __m256) -> __m128 {
     let ab = _mm256_hadd_ps(a, b);
     let cd = _mm256_hadd_ps(c, d);
     let abcd = _mm256_hadd_ps(ab, cd);
