@@ -113,6 +113,7 @@ impl Job<'_> {
     /// Scaled scores of the keys of KV head `kvh` in `keys` (`n` positions, as
     /// [`LayerView::run`] gives them) against `nq` prepared queries in `q`:
     /// `out[i * o_stride + j]`.
+    #[allow(clippy::too_many_arguments)]
     fn scores(
         &self,
         kvh: usize,

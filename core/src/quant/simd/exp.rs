@@ -15,7 +15,7 @@
 //! tests).
 
 /// `log2(e)`.
-pub(super) const LOG2E: f32 = 1.442_695;
+pub(super) const LOG2E: f32 = core::f32::consts::LOG2_E;
 /// High part of `ln 2` (16 significant bits, so `n · LN2_HI` is exact for `|n| < 256`).
 pub(super) const LN2_HI: f32 = 0.693_145_75;
 /// `ln 2 - LN2_HI`.

@@ -7,6 +7,9 @@
 //! `fcvtl` / `fcvtn` (base AArch64 SIMD), written with `asm!` because the intrinsics need the
 //! unstable `f16` type.
 
+// The register tiles index several const-size arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
 use core::arch::aarch64::*;
 use core::arch::asm;
 

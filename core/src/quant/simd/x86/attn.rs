@@ -7,6 +7,9 @@
 //! score does not depend on the tile it was computed in. Value tiles keep `OT` outputs × 16
 //! columns in registers while the rows stream past.
 
+// The register tiles index several const-size arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
 use core::arch::x86_64::*;
 
 use half::f16;

@@ -6,6 +6,9 @@
 //! then the tree of the AVX2 kernels; it does not depend on the tile. `vscalefps` applies
 //! `2^n` in `exp` with correct overflow to `+inf` and gradual underflow.
 
+// The register tiles index several const-size arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
 use core::arch::x86_64::*;
 
 use super::super::attn::{AttnKernels, F16Rows};
