@@ -126,7 +126,7 @@ pub(super) fn matmul_many(
             // SAFETY: as above.
             let us = unsafe { arena.part(u.out.off..u.out.off + u.out.len) }
                 .ok_or(CpuError::BadRegion)?;
-            apply_act(act, gs, us);
+            apply_act(k, act, gs, us);
         }
         return Ok(());
     }
@@ -261,7 +261,7 @@ fn run_parts(
             let mut ok = compute(k, j, r.clone(), acts, act_rb, rows);
             if let (Some(act), Some(Some(up))) = (act, jobs.get(1)) {
                 ok = ok && compute(k, up, r.clone(), acts, act_rb, rows);
-                ok = ok && act_rows(act, j.w.rows, r.clone(), rows, &j.out, &up.out);
+                ok = ok && act_rows(k, act, j.w.rows, r.clone(), rows, &j.out, &up.out);
             }
             if !ok {
                 failed.store(true, Ordering::Relaxed);
@@ -327,6 +327,7 @@ fn compute(
 
 /// `gate = act(gate) · up` on columns `r` of every one of the `rows` rows (width `n`).
 fn act_rows(
+    k: &Kernels,
     act: Activation,
     n: usize,
     r: Range<usize>,
@@ -343,19 +344,15 @@ fn act_rows(
         }) else {
             return false;
         };
-        apply_act(act, g, u);
+        apply_act(k, act, g, u);
     }
     true
 }
 
-/// `g = act(g) · u`, element-wise.
-pub(super) fn apply_act(act: Activation, g: &mut [f32], u: &[f32]) {
+/// `g = act(g) · u`, element-wise (SiLU through the kernels' vectorized `exp`).
+pub(super) fn apply_act(k: &Kernels, act: Activation, g: &mut [f32], u: &[f32]) {
     match act {
-        Activation::Silu => {
-            for (g, &u) in g.iter_mut().zip(u) {
-                *g = ops::silu(*g) * u;
-            }
-        }
+        Activation::Silu => ops::silu_mul(k, g, u),
         Activation::GeluTanh => {
             for (g, &u) in g.iter_mut().zip(u) {
                 *g = ops::gelu_tanh_f16(*g) * u;

@@ -11,19 +11,20 @@
 //!
 //! Matmuls and attention are spread over the host's threads through [`Parallel`]: matmuls by
 //! weight rows (each task computes its rows for every activation row, so a prefill chunk reads
-//! each weight tile once), attention by (row, head) pairs. The other ops are cheap and run on
-//! the calling thread.
+//! each weight tile once), attention by blocks of query rows × the query heads of a KV head,
+//! or for a decode over a long context by blocks of positions. The other ops
+//! are cheap and run on the calling thread.
 
 mod attention;
 mod matmul;
 pub mod ops;
 mod shared;
 
+pub use attention::scratch_len as attention_scratch_len;
+
 use half::f16;
 
-use core::sync::atomic::{AtomicBool, Ordering};
-
-use crate::exec::{split_range, AttnParams, Backend, Buf, Parallel};
+use crate::exec::{AttnParams, Backend, Buf, Parallel};
 use crate::kv::{KvError, SlotKv};
 use crate::model::{Activation, RopeStyle, Tensor};
 use crate::plan::KvType;
@@ -87,10 +88,11 @@ impl<'a> CpuBackend<'a> {
     /// VNNI, NEON, …): [`Kernels::scalar`] is the reference; the host selects faster ones from
     /// the CPU features it detected.
     ///
-    /// `par` runs the parallel parts ([`crate::exec::Serial`] for one thread). Attention gives
-    /// each task its own softmax row of `scores`, so `scores` should hold
-    /// `par.threads()` rows of the context length (`Layout::scores` with
-    /// `Limits::threads` set to it); with fewer rows attention uses fewer tasks.
+    /// `par` runs the parallel parts ([`crate::exec::Serial`] for one thread). Attention keeps
+    /// queries, scores and softmax sums in `scores`, which should hold
+    /// [`attention_scratch_len`] values (`Layout::scores` with `Limits::threads` set to
+    /// `par.threads()`); with less, attention takes fewer heads or rows at a time, then fewer
+    /// tasks (the results are the same), and needs at least one row of the context per task.
     pub fn new(
         arena: &'a mut [f32],
         scratch: &'a mut [u8],
@@ -338,25 +340,18 @@ impl Backend for CpuBackend<'_> {
             return Err(CpuError::KvRange);
         }
         let len = max_pos + 1;
-        // One softmax row of `len` per task.
-        let tasks = self
-            .par
-            .threads()
-            .min(self.scores.len / len)
-            .min(positions.len() * p.n_head);
-        if tasks == 0 {
-            return Err(CpuError::KvRange);
-        }
-        let scores = self.scores.prefix(len * tasks);
         let qe = q.off.checked_add(q.len).ok_or(CpuError::BadRegion)?;
         let oe = out.off.checked_add(out.len).ok_or(CpuError::BadRegion)?;
-        let se = scores.off + scores.len;
+        let se = self
+            .scores
+            .off
+            .checked_add(self.scores.len)
+            .ok_or(CpuError::BadRegion)?;
         let [qs, os, ss] = self
             .arena
-            .get_disjoint_mut([q.off..qe, out.off..oe, scores.off..se])
+            .get_disjoint_mut([q.off..qe, out.off..oe, self.scores.off..se])
             .map_err(|_| CpuError::BadRegion)?;
         let view = self.kv.layer(p.layer)?;
-        let cap = view.cap;
         // The storage (a ring for sliding layers) must still hold the oldest key any query of
         // this chunk can see.
         let first_pos = positions.iter().copied().min().unwrap_or(0) as usize;
@@ -364,60 +359,32 @@ impl Backend for CpuBackend<'_> {
             Some(w) => first_pos.saturating_sub((w as usize).saturating_sub(1)),
             None => 0,
         };
-        if len - oldest > cap {
+        if len - oldest > view.cap {
             return Err(CpuError::KvRange);
         }
-        let kv = attention::KvRead {
-            view,
-            ty,
-            kernels: &self.kernels,
-        };
-        let qs = &*qs;
-        let os = shared::Shared::new(os);
-        let ss = shared::Shared::new(ss);
-        let failed = AtomicBool::new(false);
-        let dv = p.head_dim_v;
-        // Work items are (row, head) pairs in row-major order; each task takes a contiguous
-        // run of them and walks it row by row.
-        let items = positions.len() * p.n_head;
-        self.par.run(tasks, &|t| {
-            // SAFETY: each task takes its own row `t` of the scores.
-            let Some(sc) = (unsafe { ss.part(t * len..(t + 1) * len) }) else {
-                failed.store(true, Ordering::Relaxed);
-                return;
-            };
-            let mut it = split_range(items, tasks, 1, t);
-            while it.start < it.end {
-                let row = it.start / p.n_head;
-                let h0 = it.start % p.n_head;
-                let h1 = (h0 + (it.end - it.start)).min(p.n_head);
-                let o0 = row * ow;
-                // SAFETY: the tasks' item ranges are disjoint, and item (row, h) owns output
-                // values `row * ow + h * dv ..` of width `dv`.
-                let Some(o) = (unsafe { os.part(o0 + h0 * dv..o0 + h1 * dv) }) else {
-                    failed.store(true, Ordering::Relaxed);
-                    return;
-                };
-                let qr = &qs[row * qw..(row + 1) * qw];
-                if attention::attend_row(p, qr, positions[row], h0..h1, kv, sc, o).is_err() {
-                    failed.store(true, Ordering::Relaxed);
-                    return;
-                }
-                it.start += h1 - h0;
-            }
-        });
-        if failed.load(Ordering::Relaxed) {
-            return Err(CpuError::TaskFailed);
+        if positions.is_empty() {
+            return Err(CpuError::KvRange);
         }
-        Ok(())
+        let job = attention::Job {
+            p,
+            q: qs,
+            positions,
+            kv: attention::KvRead {
+                view,
+                ty,
+                kernels: &self.kernels,
+            },
+        };
+        attention::run(self.par, &job, os, ss)
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CpuError> {
         if gate.len != up.len {
             return Err(CpuError::BadRegion);
         }
+        let k = self.kernels;
         let [g, u] = self.two(gate, up)?;
-        matmul::apply_act(act, g, u);
+        matmul::apply_act(&k, act, g, u);
         Ok(())
     }
 
@@ -425,10 +392,9 @@ impl Backend for CpuBackend<'_> {
         if x.len != gate.len {
             return Err(CpuError::BadRegion);
         }
+        let k = self.kernels;
         let [xs, gs] = self.two(x, gate)?;
-        for (a, &g) in xs.iter_mut().zip(gs.iter()) {
-            *a *= 1.0 / (1.0 + libm::expf(-g));
-        }
+        ops::sigmoid_mul(&k, xs, gs);
         Ok(())
     }
 

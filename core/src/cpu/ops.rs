@@ -6,6 +6,10 @@
 use half::f16;
 
 use crate::model::RopeStyle;
+use crate::quant::Kernels;
+
+/// Values per stack buffer of the vectorized element-wise ops.
+const CHUNK: usize = 64;
 
 /// `1 / sqrt(mean(x²) + eps)`, with the sum of squares taken in f64 as GGML does.
 fn rms_scale(x: &[f32], eps: f32) -> f32 {
@@ -75,6 +79,36 @@ pub fn silu(x: f32) -> f32 {
     x / (1.0 + libm::expf(-x))
 }
 
+/// `g = silu(g) · u` element-wise (SwiGLU), with the kernels' vectorized `exp`.
+pub fn silu_mul(k: &Kernels, g: &mut [f32], u: &[f32]) {
+    let mut e = [0.0f32; CHUNK];
+    for (gc, uc) in g.chunks_mut(CHUNK).zip(u.chunks(CHUNK)) {
+        let e = &mut e[..gc.len()];
+        for (e, &x) in e.iter_mut().zip(gc.iter()) {
+            *e = -x;
+        }
+        k.exp_f32(e);
+        for ((x, &e), &u) in gc.iter_mut().zip(e.iter()).zip(uc) {
+            *x = *x / (1.0 + e) * u;
+        }
+    }
+}
+
+/// `x *= sigmoid(g)` element-wise, with the kernels' vectorized `exp`.
+pub fn sigmoid_mul(k: &Kernels, x: &mut [f32], g: &[f32]) {
+    let mut e = [0.0f32; CHUNK];
+    for (xc, gc) in x.chunks_mut(CHUNK).zip(g.chunks(CHUNK)) {
+        let e = &mut e[..xc.len()];
+        for (e, &g) in e.iter_mut().zip(gc) {
+            *e = -g;
+        }
+        k.exp_f32(e);
+        for (x, &e) in xc.iter_mut().zip(e.iter()) {
+            *x *= 1.0 / (1.0 + e);
+        }
+    }
+}
+
 /// GELU with the tanh approximation, evaluated the way GGML's CPU backend does: on the input
 /// rounded to f16, with the result rounded to f16 (GGML reads it from an f16 table).
 #[inline]
@@ -92,7 +126,8 @@ pub fn gelu_tanh_f16(x: f32) -> f32 {
     f16::from_f32(y).to_f32()
 }
 
-/// Numerically stable softmax in place; the normalizer is summed in f64.
+/// Numerically stable softmax in place; the normalizer is summed in f64. (A plain reference:
+/// attention runs its own blocked softmax with the kernels' `exp`.)
 pub fn softmax(x: &mut [f32]) {
     let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0f64;
@@ -144,6 +179,24 @@ mod tests {
         assert_eq!(x[2], 0.0);
         assert!((x.iter().sum::<f32>() - 1.0).abs() < 1e-6);
         assert!(x[1] > x[0] && x[0] > x[3]);
+    }
+
+    #[test]
+    fn vectorized_gates_match_libm() {
+        extern crate std;
+        let k = Kernels::select(crate::quant::simd::tests::detected());
+        let g: std::vec::Vec<f32> = (0..300).map(|i| (i as f32 - 150.0) * 0.37).collect();
+        let u: std::vec::Vec<f32> = (0..300).map(|i| 1.0 + i as f32 * 0.01).collect();
+        let mut s = g.clone();
+        silu_mul(&k, &mut s, &u);
+        let mut x = u.clone();
+        sigmoid_mul(&k, &mut x, &g);
+        for i in 0..300 {
+            let want = silu(g[i]) * u[i];
+            assert!((s[i] - want).abs() <= 4e-7 * want.abs() + 1e-30, "{i}");
+            let want = u[i] / (1.0 + libm::expf(-g[i]));
+            assert!((x[i] - want).abs() <= 4e-7 * want.abs(), "{i}");
+        }
     }
 
     #[test]

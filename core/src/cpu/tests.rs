@@ -224,7 +224,7 @@ fn matmul_many_and_gated_match_separate_calls_bit_for_bit() {
             let pair = [ws[0], ws[0]];
             for act in [Activation::Silu, Activation::GeluTanh] {
                 let mut gate = want[0].clone();
-                matmul::apply_act(act, &mut gate, &want[0]);
+                matmul::apply_act(&kernels(), act, &mut gate, &want[0]);
                 for t in [1usize, 2, 3] {
                     let got = run_many(&Backwards(t), &pair, &x, rows, Some(act));
                     assert_eq!(

@@ -38,7 +38,9 @@ pub struct Limits {
 /// proj   (chunk, n_embd)              output of attn_output / ffn_down
 /// gate   (chunk, n_ff)
 /// up     (chunk, n_ff)
-/// scores (threads, ctx)               softmax row per worker
+/// scores (rows, unit)                 attention scratch: rows = max(threads · 2 · group, n_head),
+///                                     unit = head_dim + (ctx / 64 + 1) · 65 + 4
+///                                     (`cpu::attention_scratch_len`)
 /// logits (logit_rows, n_vocab)
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +67,8 @@ pub struct Layout {
     pub gate: Buf,
     /// FFN up.
     pub up: Buf,
-    /// Attention score rows, one per worker.
+    /// Attention scratch: prepared queries, scores and softmax sums
+    /// ([`crate::cpu::attention_scratch_len`]).
     pub scores: Buf,
     /// Logits.
     pub logits: Buf,
@@ -224,7 +227,14 @@ impl Layout {
                 last: FFN_DOWN,
             },
             Item {
-                len: rows(threads, ctx)?,
+                len: crate::cpu::attention_scratch_len(
+                    s.n_head,
+                    s.n_head_kv,
+                    s.head_dim,
+                    ctx,
+                    threads,
+                )
+                .ok_or(LayoutError::Overflow)?,
                 first: ATTENTION,
                 last: ATTENTION,
             },

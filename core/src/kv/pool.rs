@@ -319,4 +319,22 @@ impl<'a> LayerView<'a> {
         let off = super::PAGE_POSITIONS * self.k_units + i * self.v_units;
         page.get(off..off + self.v_units)
     }
+
+    /// Positions `t..t + n` stored back to back in one page, for reading a range without a
+    /// page-table lookup per position: `n` is at most `max` and stops at the end of `t`'s
+    /// page and where the ring wraps. Returns their keys (`n × k_units` units, position by
+    /// position), their values (`n × v_units`) and `n`; `None` if the page was never written
+    /// or `max` is 0.
+    pub fn run(&self, t: usize, max: usize) -> Option<(&'a [u16], &'a [u16], usize)> {
+        let (page, i) = self.page(t)?;
+        let slot = t % self.cap;
+        let n = max.min(super::PAGE_POSITIONS - i).min(self.cap - slot);
+        if n == 0 {
+            return None;
+        }
+        let keys = page.get(i * self.k_units..(i + n) * self.k_units)?;
+        let off = super::PAGE_POSITIONS * self.k_units;
+        let values = page.get(off + i * self.v_units..off + (i + n) * self.v_units)?;
+        Some((keys, values, n))
+    }
 }

@@ -153,3 +153,40 @@ fn a_short_pool_reports_empty_and_small_memory_is_refused() {
     let mut s = p.slot(0).unwrap();
     assert_eq!(s.row_mut(1, 64).err(), Some(KvError::PoolEmpty));
 }
+
+#[test]
+fn runs_cover_a_range_like_single_positions() {
+    // A ring of 100 (pages of 64: slots 0-63, 64-99) and a global layer.
+    let mut p = pool(geo(300, 100, KvType::F16, 3), 1);
+    for pos in 0..250 {
+        put(&mut p, 0, 0, pos, pos as u16);
+        put(&mut p, 0, 1, pos, pos as u16);
+    }
+    let s = p.slot(0).unwrap();
+    for (layer, lo, hi) in [(0usize, 150usize, 250usize), (1, 0, 250), (1, 70, 71)] {
+        let l = s.layer(layer).unwrap();
+        let mut t = lo;
+        let mut lens = Vec::new();
+        while t < hi {
+            let (k, v, n) = l.run(t, hi - t).unwrap();
+            assert!(n >= 1 && t + n <= hi);
+            assert_eq!((k.len(), v.len()), (3 * n, 3 * n));
+            for i in 0..n {
+                assert_eq!(k[3 * i..3 * i + 3], *l.key(t + i).unwrap());
+                assert_eq!(v[3 * i..3 * i + 3], *l.value(t + i).unwrap());
+            }
+            lens.push(n);
+            t += n;
+        }
+        match layer {
+            // 150 is slot 50: to the page end (64), to the ring end (100), wrap to 0..50.
+            0 => assert_eq!(lens, [14, 36, 50]),
+            _ if lo == 0 => assert_eq!(lens, [64, 64, 64, 58]),
+            _ => assert_eq!(lens, [1]),
+        }
+    }
+    let l = s.layer(1).unwrap();
+    assert!(l.run(10, 0).is_none());
+    // Never written: the page of positions 256.. does not exist.
+    assert!(l.run(260, 5).is_none());
+}

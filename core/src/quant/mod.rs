@@ -56,4 +56,4 @@ pub use types::GgmlType;
 
 mod api;
 pub use api::{dequantize_row, quantize_row, quantize_weights, vec_dot, vec_dot_type, QuantError};
-pub use simd::{CpuFeatures, Feature, Isa, Kernels};
+pub use simd::{exp_f32, CpuFeatures, F16Rows, Feature, Isa, Kernels};

@@ -176,6 +176,8 @@ pub enum Isa {
     AvxVnni,
     /// x86-64 AVX-512 (F, BW, VL) with AVX512-VNNI; the kernels use 256-bit vectors.
     Avx512Vnni,
+    /// x86-64 AVX-512 (F, BW, VL) on 512-bit vectors (with AVX2, FMA and F16C).
+    Avx512,
     /// aarch64 NEON.
     Neon,
     /// aarch64 NEON with the SDOT dot-product instruction.
@@ -190,6 +192,7 @@ impl Isa {
             Self::Avx2 => "avx2",
             Self::AvxVnni => "avxvnni",
             Self::Avx512Vnni => "avx512vnni",
+            Self::Avx512 => "avx512",
             Self::Neon => "neon",
             Self::NeonDot => "neon+dotprod",
         }

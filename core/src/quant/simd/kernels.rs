@@ -82,6 +82,7 @@ pub struct Kernels {
     dots: [(RowsFn, Option<TileFn>, Isa); DOT_TYPES.len()],
     quants: [(QuantFn, Isa); QUANT_TYPES.len()],
     f16: (F16DotFn, F16AxpyFn, Isa),
+    pub(super) attn: super::attn::AttnKernels,
 }
 
 impl Kernels {
@@ -104,6 +105,7 @@ impl Kernels {
                 (scalar_quant_q8_k, Isa::Scalar),
             ],
             f16: (scalar_dot_f16, scalar_axpy_f16, Isa::Scalar),
+            attn: super::attn::AttnKernels::SCALAR,
         }
     }
 
@@ -363,6 +365,7 @@ impl fmt::Debug for Kernels {
             m.entry(&t.name(), &isa.name());
         }
         m.entry(&"f16", &self.f16.2.name());
+        m.entry(&"attn", &self.attn.isa.name());
         m.finish()
     }
 }

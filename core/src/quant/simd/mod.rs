@@ -19,6 +19,8 @@
 //! different `#[target_feature]`s and a different integer-dot primitive (`vpmaddubsw` +
 //! `vpmaddwd` for plain AVX2, `vpdpbusd` / `vpdpwssd` for the VNNI tiers).
 
+mod attn;
+mod exp;
 mod features;
 mod kernels;
 #[cfg(target_arch = "x86_64")]
@@ -27,6 +29,8 @@ mod tile;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use attn::F16Rows;
+pub use exp::exp_f32;
 pub use features::{CpuFeatures, Feature, Isa};
 pub use kernels::Kernels;
 

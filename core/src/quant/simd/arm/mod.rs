@@ -9,6 +9,7 @@
 //! The byte views reinterpret little-endian data, so the kernels are built for
 //! little-endian targets only.
 
+mod attn;
 mod neon;
 mod neon_k;
 mod quant;
@@ -100,6 +101,8 @@ pub(super) fn install(k: &mut Kernels) {
     }
     const NEON: &[F] = &[F::Neon];
     const DOT: &[F] = &[F::Neon, F::DotProd];
+
+    k.offer_attn(NEON, attn::NEON);
 
     k.offer_quant(T::Q8_0, NEON, Isa::Neon, quant::quant_q8_0);
     k.offer_quant(T::Q8_1, NEON, Isa::Neon, quant::quant_q8_1);

@@ -11,6 +11,7 @@ use std::vec::Vec;
 use super::super::*;
 
 mod api;
+mod attn;
 mod dots;
 mod f16;
 mod quants;

@@ -16,6 +16,8 @@
 //! registers) and, on the 16-register tiers, 2 × 4 for the 32-element formats and 1 × 8 for
 //! the K-quants.
 
+mod attn;
+mod attn512;
 mod avx2;
 mod avx2_k;
 mod f16;
@@ -226,6 +228,8 @@ pub(super) fn install(k: &mut Kernels) {
     const EVEX: &[F] = &[F::Avx2, F::Avx512, F::Avx512Vnni];
 
     k.offer_f16(AVX2, Isa::Avx2, f16::dot_f16, f16::axpy_f16);
+    k.offer_attn(AVX2, attn::AVX2);
+    k.offer_attn(&[F::Avx2, F::Avx512], attn512::AVX512);
 
     k.offer_quant(T::Q8_0, AVX2, Isa::Avx2, quant::quant_q8_0);
     k.offer_quant(T::Q8_1, AVX2, Isa::Avx2, quant::quant_q8_1);
