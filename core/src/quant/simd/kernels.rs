@@ -65,8 +65,8 @@ const QUANT_TYPES: [GgmlType; 3] = [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8
 /// checks its lengths like the free functions [`quantize_row`](super::super::quantize_row)
 /// and [`vec_dot`]. Results: quantizers write the same bytes as the scalar ones; dot products
 /// sum each block's quants exactly in integers like the scalar kernels and differ only in
-/// the order of the f32 additions. Where a tier has a tile kernel for a type (the x86 tiers
-/// for all seven), [`Kernels::dot_tile`] uses it; it gives the same bits as
+/// the order of the f32 additions. Where a tier has a tile kernel for a type (the x86 and
+/// NEON tiers, for all seven), [`Kernels::dot_tile`] uses it; it gives the same bits as
 /// [`Kernels::dot_rows`] of that tier for every (weight row, activation row) pair, which
 /// the engine relies on (prefill and decode compute the same values).
 ///
@@ -74,8 +74,8 @@ const QUANT_TYPES: [GgmlType; 3] = [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8
 /// the SIMD Q6_K kernels use the stored Q8_K block sums, as the scalar Q4_K / Q5_K ones do.
 ///
 /// Invariant (what makes calling the stored pointers sound): a kernel is stored only when
-/// `features` holds every [`Feature`] it was compiled for; `offer_dot`, `offer_dot_tile`,
-/// `offer_quant` and `offer_f16` check that, and they are the only writers.
+/// `features` holds every [`Feature`] it was compiled for; `offer_dot_tile`, `offer_quant`
+/// and `offer_f16` check that, and they are the only writers.
 #[derive(Clone, Copy)]
 pub struct Kernels {
     features: CpuFeatures,
@@ -125,21 +125,10 @@ impl Kernels {
         self.features
     }
 
-    /// Stores `f` as the dot kernel of `ty` if the features hold everything in `needs`,
-    /// which must list every feature `f` was compiled for.
-    #[cfg(target_arch = "aarch64")]
-    pub(super) fn offer_dot(&mut self, ty: GgmlType, needs: &[Feature], isa: Isa, f: RowsFn) {
-        if let Some(i) = DOT_TYPES.iter().position(|&t| t == ty) {
-            if self.features.has_all(needs) {
-                self.dots[i] = (f, None, isa);
-            }
-        }
-    }
-
     /// Stores `rows` as the dot kernel of `ty` and `tile` as its tile kernel (which must
     /// agree with `rows` bit for bit, see [`TileFn`]) if the features hold everything in
     /// `needs`, which must list every feature both were compiled for.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     pub(super) fn offer_dot_tile(
         &mut self,
         ty: GgmlType,
@@ -263,7 +252,7 @@ impl Kernels {
     /// This is the prefill (matrix-matrix) path: the weight rows are read from memory once
     /// for all activation rows, in blocks of [`Kernels::TILE_ROWS`] rows that stay in the L1
     /// cache while every activation row passes over them. Where the tier has a tile kernel
-    /// (x86), it unpacks each weight block once for several activation rows. Each value is
+    /// (x86, NEON), it unpacks each weight block once for several activation rows. Each value is
     /// computed exactly as [`Kernels::dot_rows`] computes it, so the two agree bit for bit.
     pub fn dot_tile(
         &self,

@@ -8,8 +8,8 @@
 //!   per weight type and one quantizer per activation type, the best each [`Isa`] tier
 //!   allows. [`Kernels::dot_rows`] is the matmul entry: one dispatch, many rows.
 //!   [`Kernels::dot_tile`] is the prefill entry: many weight rows against many activation
-//!   rows; on x86 it runs register-blocked tile kernels (`tile`, `x86::tile32`,
-//!   `x86::tilek`) that unpack each weight block once for several activation rows and give
+//!   rows. It runs register-blocked tile kernels (`tile`; `x86::tile32`, `x86::tilek`,
+//!   `arm::tile`) that unpack each weight block once for several activation rows and give
 //!   the same bits as `dot_rows`.
 //! - The kernels live per architecture: `x86` (AVX2, AVX-VNNI, AVX-512 with VNNI) and
 //!   `arm` (NEON, with SDOT where present). Each is tested against the scalar reference
@@ -23,7 +23,7 @@ mod attn;
 mod exp;
 mod features;
 mod kernels;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[macro_use]
 mod tile;
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod attn;
 mod neon;
 mod neon_k;
 mod quant;
+mod tile;
 
 use super::super::GgmlType as T;
 use super::{Feature as F, Isa, Kernels};
@@ -28,6 +29,7 @@ mod plain {
     use super::super::scales_mins_k4;
     use super::neon::{f16, halves, hbits32, ld16, ld16i, nib32};
     use super::neon_k::k4_mins;
+    use super::tile::K45;
 
     /// `acc + sum of 4 (w × a)` per `i32` lane (lane grouping differs from SDOT; only the
     /// total matters), exact for any bytes.
@@ -48,6 +50,8 @@ mod plain {
 
     super::neon::neon_dot32!("neon");
     super::neon_k::neon_dotk!("neon");
+    super::tile::neon_tile32!("neon", 2, 4);
+    super::tile::neon_tilek!("neon", 2, 4);
 }
 
 /// NEON with SDOT.
@@ -62,6 +66,7 @@ mod dotprod {
     use super::super::scales_mins_k4;
     use super::neon::{f16, halves, hbits32, ld16, ld16i, nib32};
     use super::neon_k::k4_mins;
+    use super::tile::K45;
 
     /// `acc + sum of 4 (w × a)` per `i32` lane (SDOT), exact for any bytes.
     #[target_feature(enable = "neon,dotprod")]
@@ -91,6 +96,8 @@ mod dotprod {
 
     super::neon::neon_dot32!("neon,dotprod");
     super::neon_k::neon_dotk!("neon,dotprod");
+    super::tile::neon_tile32!("neon,dotprod", 2, 4);
+    super::tile::neon_tilek!("neon,dotprod", 2, 4);
 }
 
 /// Offers every aarch64 kernel to `k`; each call names the features its kernel is compiled
@@ -108,19 +115,61 @@ pub(super) fn install(k: &mut Kernels) {
     k.offer_quant(T::Q8_1, NEON, Isa::Neon, quant::quant_q8_1);
     k.offer_quant(T::Q8_K, NEON, Isa::Neon, quant::quant_q8_k);
 
-    k.offer_dot(T::Q4_0, NEON, Isa::Neon, plain::q4_0_rows);
-    k.offer_dot(T::Q4_1, NEON, Isa::Neon, plain::q4_1_rows);
-    k.offer_dot(T::Q5_0, NEON, Isa::Neon, plain::q5_0_rows);
-    k.offer_dot(T::Q8_0, NEON, Isa::Neon, plain::q8_0_rows);
-    k.offer_dot(T::Q4_K, NEON, Isa::Neon, plain::q4_k_rows);
-    k.offer_dot(T::Q5_K, NEON, Isa::Neon, plain::q5_k_rows);
-    k.offer_dot(T::Q6_K, NEON, Isa::Neon, plain::q6_k_rows);
+    k.offer_dot_tile(T::Q4_0, NEON, Isa::Neon, plain::q4_0_rows, plain::q4_0_tile);
+    k.offer_dot_tile(T::Q4_1, NEON, Isa::Neon, plain::q4_1_rows, plain::q4_1_tile);
+    k.offer_dot_tile(T::Q5_0, NEON, Isa::Neon, plain::q5_0_rows, plain::q5_0_tile);
+    k.offer_dot_tile(T::Q8_0, NEON, Isa::Neon, plain::q8_0_rows, plain::q8_0_tile);
+    k.offer_dot_tile(T::Q4_K, NEON, Isa::Neon, plain::q4_k_rows, plain::q4_k_tile);
+    k.offer_dot_tile(T::Q5_K, NEON, Isa::Neon, plain::q5_k_rows, plain::q5_k_tile);
+    k.offer_dot_tile(T::Q6_K, NEON, Isa::Neon, plain::q6_k_rows, plain::q6_k_tile);
 
-    k.offer_dot(T::Q4_0, DOT, Isa::NeonDot, dotprod::q4_0_rows);
-    k.offer_dot(T::Q4_1, DOT, Isa::NeonDot, dotprod::q4_1_rows);
-    k.offer_dot(T::Q5_0, DOT, Isa::NeonDot, dotprod::q5_0_rows);
-    k.offer_dot(T::Q8_0, DOT, Isa::NeonDot, dotprod::q8_0_rows);
-    k.offer_dot(T::Q4_K, DOT, Isa::NeonDot, dotprod::q4_k_rows);
-    k.offer_dot(T::Q5_K, DOT, Isa::NeonDot, dotprod::q5_k_rows);
-    k.offer_dot(T::Q6_K, DOT, Isa::NeonDot, dotprod::q6_k_rows);
+    k.offer_dot_tile(
+        T::Q4_0,
+        DOT,
+        Isa::NeonDot,
+        dotprod::q4_0_rows,
+        dotprod::q4_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q4_1,
+        DOT,
+        Isa::NeonDot,
+        dotprod::q4_1_rows,
+        dotprod::q4_1_tile,
+    );
+    k.offer_dot_tile(
+        T::Q5_0,
+        DOT,
+        Isa::NeonDot,
+        dotprod::q5_0_rows,
+        dotprod::q5_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q8_0,
+        DOT,
+        Isa::NeonDot,
+        dotprod::q8_0_rows,
+        dotprod::q8_0_tile,
+    );
+    k.offer_dot_tile(
+        T::Q4_K,
+        DOT,
+        Isa::NeonDot,
+        dotprod::q4_k_rows,
+        dotprod::q4_k_tile,
+    );
+    k.offer_dot_tile(
+        T::Q5_K,
+        DOT,
+        Isa::NeonDot,
+        dotprod::q5_k_rows,
+        dotprod::q5_k_tile,
+    );
+    k.offer_dot_tile(
+        T::Q6_K,
+        DOT,
+        Isa::NeonDot,
+        dotprod::q6_k_rows,
+        dotprod::q6_k_tile,
+    );
 }

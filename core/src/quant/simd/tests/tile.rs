@@ -12,7 +12,7 @@ use super::dots::random_act;
 use super::{quant_act, tiers, DOT_TYPES};
 
 /// Weight rows × activation rows: across several tiles with ragged ends, and counts that are
-/// not multiples of any register block (the x86 tiers use 2 × 4 and 4 × 4).
+/// not multiples of any register block (x86: 2 × 8, 2 × 4, 1 × 8; NEON: 2 × 4).
 const SHAPES: [(usize, usize); 10] = [
     (1, 1),
     (1, 2),
