@@ -353,11 +353,7 @@ fn act_rows(
 pub(super) fn apply_act(k: &Kernels, act: Activation, g: &mut [f32], u: &[f32]) {
     match act {
         Activation::Silu => ops::silu_mul(k, g, u),
-        Activation::GeluTanh => {
-            for (g, &u) in g.iter_mut().zip(u) {
-                *g = ops::gelu_tanh_f16(*g) * u;
-            }
-        }
+        Activation::GeluTanh => ops::gelu_mul(k, g, u),
     }
 }
 
