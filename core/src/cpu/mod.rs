@@ -280,10 +280,17 @@ impl Backend for CpuBackend<'_> {
         if x.len != positions.len() * width || rope_dim > head_dim {
             return Err(CpuError::BadRegion);
         }
+        if rope_dim / 2 > 256 {
+            return Err(CpuError::HeadTooWide);
+        }
         let xs = self.one(x)?;
+        let mut cs = [(0.0f32, 0.0f32); 256];
+        let cs = &mut cs[..rope_dim / 2];
         for (row, &pos) in xs.chunks_exact_mut(width).zip(positions) {
+            // The angles depend only on the position: once per row, for every head.
+            ops::rope_angles(rope_dim, pos, base, cs);
             for head in row.chunks_exact_mut(head_dim) {
-                ops::rope_head(head, rope_dim, pos, base, style);
+                ops::rope_apply(head, cs, style);
             }
         }
         Ok(())

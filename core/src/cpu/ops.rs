@@ -57,11 +57,27 @@ pub fn rmsnorm_row_inplace(x: &mut [f32], w: Option<&[f32]>, eps: f32) {
 /// The angle of pair `i` is `pos · base^(-2i/rope_dim)`, built by repeated multiplication in
 /// f32 as GGML does.
 pub fn rope_head(head: &mut [f32], rope_dim: usize, pos: u32, base: f32, style: RopeStyle) {
+    let mut cs = [(0.0f32, 0.0f32); 256];
+    let cs = &mut cs[..(rope_dim / 2).min(256)];
+    rope_angles(rope_dim, pos, base, cs);
+    rope_apply(head, cs, style);
+}
+
+/// The `(cos, sin)` of the `cs.len()` (= `rope_dim / 2`) rotation angles at `pos`: computed once
+/// per position and applied to every head with [`rope_apply`].
+pub fn rope_angles(rope_dim: usize, pos: u32, base: f32, cs: &mut [(f32, f32)]) {
     let theta_scale = libm::powf(base, -2.0 / rope_dim as f32);
     let mut theta = pos as f32;
-    let half = rope_dim / 2;
-    for i in 0..half {
-        let (s, c) = (libm::sinf(theta), libm::cosf(theta));
+    for c in cs.iter_mut() {
+        *c = (libm::cosf(theta), libm::sinf(theta));
+        theta *= theta_scale;
+    }
+}
+
+/// Rotates the first `2 · cs.len()` dims of one head by the angles of [`rope_angles`].
+pub fn rope_apply(head: &mut [f32], cs: &[(f32, f32)], style: RopeStyle) {
+    let half = cs.len();
+    for (i, &(c, s)) in cs.iter().enumerate() {
         let (a, b) = match style {
             RopeStyle::Interleaved => (2 * i, 2 * i + 1),
             RopeStyle::HalfSplit => (i, i + half),
@@ -69,7 +85,6 @@ pub fn rope_head(head: &mut [f32], rope_dim: usize, pos: u32, base: f32, style: 
         let (x0, x1) = (head[a], head[b]);
         head[a] = x0 * c - x1 * s;
         head[b] = x0 * s + x1 * c;
-        theta *= theta_scale;
     }
 }
 
