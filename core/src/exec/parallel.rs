@@ -6,7 +6,7 @@
 //! thread (bare-metal boards, tests, the reference).
 //!
 //! Backends split an op into at most [`Parallel::threads`] tasks of similar size and give task
-//! `i` its own slice of any per-worker scratch (row `i` of `Layout::scores`), so a task never
+//! `i` its own slice of any per-worker scratch (part `i` of `Layout::scores`), so a task never
 //! needs to know which thread runs it.
 
 /// Runs independent tasks, possibly on several threads at once.

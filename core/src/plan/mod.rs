@@ -80,7 +80,7 @@ pub struct PlanLimits {
     pub chunk: usize,
     /// Most rows of logits one call returns (1 for plain decoding).
     pub logit_rows: usize,
-    /// Worker threads that each need a row of attention scores.
+    /// Worker threads that each need their own attention scratch.
     pub threads: usize,
     /// Tokens of one speculative block verified in one call (0: no speculation). The forward
     /// chunk then has `max(chunk, spec_block)` rows and as many logit rows.

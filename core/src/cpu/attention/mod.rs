@@ -253,7 +253,7 @@ fn q_units(head_dim: usize, ty: KvType) -> usize {
 }
 
 /// `f32`s of attention scratch (`Layout::scores`) with which every schedule runs at full
-/// width: the row schedule with [`ROW_BLOCK`] rows of a whole KV group per task at short
+/// width: the row schedule with up to 4 rows (`ROW_BLOCK`) of a whole KV group per task at short
 /// context and one row at the full context, and the decode split over every head.
 pub fn scratch_len(
     n_head: usize,

@@ -46,11 +46,16 @@ impl Cut {
         loop {
             let s = scratch / tasks;
             let fits = |h: usize, r: usize| h * r * (qu + vis + r - 1) <= s;
-            if let Some(heads) = (1..=g).rev().find(|&h| fits(h, 1)) {
+            if let Some(most) = (1..=g).rev().find(|&h| fits(h, 1)) {
                 let rows = (1..=ROW_BLOCK.min(n).max(1))
                     .rev()
-                    .find(|&r| fits(heads, r))
+                    .find(|&r| fits(most, r))
                     .unwrap_or(1);
+                // Fewer heads per item when there are fewer items than tasks (a decode row
+                // of a model with one KV head).
+                let per_head = n.div_ceil(rows) * job.p.n_head_kv;
+                let subs = tasks.div_ceil(per_head).clamp(1, g);
+                let heads = most.min(g.div_ceil(subs));
                 return Ok(Cut {
                     tasks,
                     per_task: s,

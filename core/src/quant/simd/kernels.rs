@@ -74,8 +74,8 @@ const QUANT_TYPES: [GgmlType; 3] = [GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8
 /// the SIMD Q6_K kernels use the stored Q8_K block sums, as the scalar Q4_K / Q5_K ones do.
 ///
 /// Invariant (what makes calling the stored pointers sound): a kernel is stored only when
-/// `features` holds every [`Feature`] it was compiled for; `offer_dot_tile`, `offer_quant`
-/// and `offer_f16` check that, and they are the only writers.
+/// `features` holds every [`Feature`] it was compiled for; `offer_dot_tile`, `offer_quant`,
+/// `offer_f16` and `offer_attn` check that, and they are the only writers.
 #[derive(Clone, Copy)]
 pub struct Kernels {
     features: CpuFeatures,
