@@ -53,8 +53,8 @@ impl Cut {
                     .unwrap_or(1);
                 // Fewer heads per item when there are fewer items than tasks (a decode row
                 // of a model with one KV head).
-                let per_head = n.div_ceil(rows) * job.p.n_head_kv;
-                let subs = tasks.div_ceil(per_head).clamp(1, g);
+                let per_sub = n.div_ceil(rows) * job.p.n_head_kv;
+                let subs = tasks.div_ceil(per_sub).clamp(1, g);
                 let heads = most.min(g.div_ceil(subs));
                 return Ok(Cut {
                     tasks,

@@ -9,10 +9,10 @@
 //! the subnormals and up to `f32::MAX` come out right: inputs are clamped to
 //! `[X_MIN, X_MAX]`, below which `e^x` rounds to 0 and above which it is `+inf`.
 //!
-//! `exp(0) = 1` exactly, `exp(-inf) = 0`, `exp(+inf) = +inf`, `exp(NaN) = NaN`. The SIMD
-//! versions (with fused multiply-adds) are within 2e-7 relative of the exact value on
-//! normal results; the portable one (separate multiplies and adds) within 3e-7 (see the
-//! tests).
+//! `exp(0) = 1` exactly, `exp(-inf) = 0`, `exp(+inf) = +inf`, `exp(NaN) = NaN`. On normal
+//! results every version (the SIMD ones with fused multiply-adds, the portable one with
+//! separate multiplies and adds) is within 1.2e-7 relative of the exact value: 8.4e-8 at
+//! worst over the tests' sweep, where libm's `expf` reaches 6.7e-8.
 
 /// `log2(e)`.
 pub(super) const LOG2E: f32 = core::f32::consts::LOG2_E;
@@ -44,7 +44,10 @@ fn pow2i(e: i32) -> f32 {
     f32::from_bits(((e + 127) as u32) << 23)
 }
 
-/// `e^x`, portable (no fused multiply-add). See the module docs for range and accuracy.
+/// `e^x`, portable (no fused multiply-add): within 1.2e-7 relative of the exact value on
+/// normal results, gradual underflow to 0 (below about -103.9) and `+inf` above about 88.72;
+/// `exp(0) = 1` exactly and NaN stays NaN. [`Kernels::exp_f32`](super::Kernels::exp_f32) is
+/// the vectorized form.
 #[inline]
 pub fn exp_f32(x: f32) -> f32 {
     if x.is_nan() {
