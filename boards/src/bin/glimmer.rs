@@ -111,7 +111,7 @@ struct PlanArgs {
     /// Speculative block verified in one call (0: none); widens the chunk to this many rows.
     #[arg(long, default_value_t = 0)]
     spec_block: usize,
-    /// Worker threads (each needs a row of attention scores).
+    /// Worker threads (the attention scratch in the plan is sized for this many tasks).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Also build the engine from the plan, run every session (a prompt of
