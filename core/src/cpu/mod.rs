@@ -12,8 +12,9 @@
 //! Matmuls and attention are spread over the host's threads through [`Parallel`]: matmuls by
 //! weight rows (each task computes its rows for every activation row, so a prefill chunk reads
 //! each weight tile once), attention by blocks of query rows × the query heads of a KV head,
-//! or for a decode over a long context by blocks of positions. The other ops
-//! are cheap and run on the calling thread.
+//! or for a decode over a long context by blocks of positions. RMSNorm and RoPE split rows
+//! between tasks from 8 rows up (prefill); the gated activation runs inside the gate/up
+//! matmul's tasks; the other element-wise ops are cheap and run on the calling thread.
 
 mod attention;
 mod matmul;
@@ -24,7 +25,9 @@ pub use attention::scratch_len as attention_scratch_len;
 
 use half::f16;
 
-use crate::exec::{AttnParams, Backend, Buf, Parallel};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use crate::exec::{split_range, AttnParams, Backend, Buf, Parallel};
 use crate::kv::{KvError, SlotKv};
 use crate::model::{Activation, RopeStyle, Tensor};
 use crate::plan::KvType;
@@ -163,6 +166,50 @@ impl CpuBackend<'_> {
     }
 }
 
+/// Rows at which the row-wise ops (RMSNorm, RoPE) start splitting rows between tasks: below
+/// it (decode) a dispatch costs more than the op.
+const PAR_ROWS: usize = 8;
+
+/// Calls `f(i, row)` for every `width`-wide row `i` of `data`; with at least [`PAR_ROWS`]
+/// rows, contiguous runs of rows go to the tasks of one dispatch. Rows are independent, so the
+/// result does not depend on the split.
+fn for_rows(
+    par: &dyn Parallel,
+    data: &mut [f32],
+    width: usize,
+    f: &(dyn Fn(usize, &mut [f32]) + Sync),
+) -> Result<(), CpuError> {
+    if width == 0 || !data.len().is_multiple_of(width) {
+        return Err(CpuError::BadRegion);
+    }
+    let rows = data.len() / width;
+    let tasks = par.threads().min(rows / PAR_ROWS).max(1);
+    if tasks == 1 {
+        for (i, row) in data.chunks_exact_mut(width).enumerate() {
+            f(i, row);
+        }
+        return Ok(());
+    }
+    let sh = shared::Shared::new(data);
+    let failed = AtomicBool::new(false);
+    par.run(tasks, &|t| {
+        let r = split_range(rows, tasks, 1, t);
+        // SAFETY: `split_range` gives the tasks disjoint row ranges.
+        match unsafe { sh.part(r.start * width..r.end * width) } {
+            Some(d) => {
+                for (j, row) in d.chunks_exact_mut(width).enumerate() {
+                    f(r.start + j, row);
+                }
+            }
+            None => failed.store(true, Ordering::Relaxed),
+        }
+    });
+    if failed.load(Ordering::Relaxed) {
+        return Err(CpuError::TaskFailed);
+    }
+    Ok(())
+}
+
 /// Writes one row of keys or values into the cache's storage units.
 fn store_row(k: &Kernels, ty: KvType, src: &[f32], dst: &mut [u16]) -> Result<(), CpuError> {
     match ty {
@@ -220,17 +267,19 @@ impl Backend for CpuBackend<'_> {
         {
             return Err(CpuError::BadRegion);
         }
+        let par = self.par;
         if x == out {
-            for row in self.one(x)?.chunks_exact_mut(dim) {
-                ops::rmsnorm_row_inplace(row, w, eps);
-            }
+            let xs = self.one(x)?;
+            for_rows(par, xs, dim, &|_, row| {
+                ops::rmsnorm_row_inplace(row, w, eps)
+            })
         } else {
             let [xs, os] = self.two(x, out)?;
-            for (xr, or) in xs.chunks_exact(dim).zip(os.chunks_exact_mut(dim)) {
-                ops::rmsnorm_row(xr, w, eps, or);
-            }
+            let xs = &*xs;
+            for_rows(par, os, dim, &|i, or| {
+                ops::rmsnorm_row(&xs[i * dim..(i + 1) * dim], w, eps, or)
+            })
         }
-        Ok(())
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CpuError> {
@@ -283,17 +332,17 @@ impl Backend for CpuBackend<'_> {
         if rope_dim / 2 > 256 {
             return Err(CpuError::HeadTooWide);
         }
+        let par = self.par;
         let xs = self.one(x)?;
-        let mut cs = [(0.0f32, 0.0f32); 256];
-        let cs = &mut cs[..rope_dim / 2];
-        for (row, &pos) in xs.chunks_exact_mut(width).zip(positions) {
+        for_rows(par, xs, width, &|i, row| {
             // The angles depend only on the position: once per row, for every head.
-            ops::rope_angles(rope_dim, pos, base, cs);
+            let mut cs = [(0.0f32, 0.0f32); 256];
+            let cs = &mut cs[..rope_dim / 2];
+            ops::rope_angles(rope_dim, positions[i], base, cs);
             for head in row.chunks_exact_mut(head_dim) {
                 ops::rope_apply(head, cs, style);
             }
-        }
-        Ok(())
+        })
     }
 
     fn kv_store(
