@@ -48,6 +48,7 @@ pub use fns::GEMV_TYPES;
 pub use gpu::{DevMem, Gpu};
 #[cfg(not(target_os = "macos"))]
 pub use kv::KvLayout;
+#[cfg(not(target_os = "macos"))]
 pub use ops::WIDE_ROWS;
 #[cfg(not(target_os = "macos"))]
 pub use runner::{CudaForwardError, CudaModel};
