@@ -133,9 +133,6 @@ pub struct CudaBackend {
     /// Warps the one-row GEMV aims to launch when it splits rows over warp teams; 0 (the
     /// default) picks by width (`auto_team_target`). Public so benchmarks can compare.
     pub gemv_team_target: usize,
-    /// Use the four-passes-in-flight Q4_K / Q6_K one-row GEMV. Public so benchmarks can
-    /// compare.
-    pub gemv_unroll4: bool,
 }
 
 impl CudaBackend {
@@ -176,7 +173,6 @@ impl CudaBackend {
             qx: None,
             gemv_rows_per_warp: 0,
             gemv_team_target: 0,
-            gemv_unroll4: false,
             cap,
             gpu,
         })

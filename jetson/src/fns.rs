@@ -35,8 +35,6 @@ pub(crate) struct Fns {
     pub gemv: [(CudaFunction, CudaFunction); 7],
     /// Several-rows-per-warp one-row GEMVs of Q4_K and Q6_K: `(2 rows, 4 rows)` a warp.
     pub gemv_rows: [(CudaFunction, CudaFunction); 2],
-    /// The one-row Q4_K and Q6_K GEMVs with four super-block passes in flight.
-    pub gemv_u4: [CudaFunction; 2],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -71,7 +69,6 @@ impl Fns {
                 (f("gemv_q4_k_rw2")?, f("gemv_q4_k_rw4")?),
                 (f("gemv_q6_k_rw2")?, f("gemv_q6_k_rw4")?),
             ],
-            gemv_u4: [f("gemv_q4_k_r1u4")?, f("gemv_q6_k_r1u4")?],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,

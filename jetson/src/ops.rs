@@ -173,13 +173,8 @@ impl CudaBackend {
                 out + r0 * w.rows as u64 * 4,
                 wpr,
             )?;
-            let f = match (self.gemv_unroll4, w.ty) {
-                (true, GgmlType::Q4_K) => &fns.gemv_u4[0],
-                (true, GgmlType::Q6_K) => &fns.gemv_u4[1],
-                _ => f1,
-            };
             self.gpu
-                .launch(raw(f), (gx, rest as u32, 1), (warps * 32) as u32, &a)?;
+                .launch(raw(f1), (gx, rest as u32, 1), (warps * 32) as u32, &a)?;
         }
         Ok(())
     }

@@ -203,14 +203,13 @@ fn gemv_bench(
     let (model, be) = m.parts();
     let layout = model.layout;
     let reps = 50;
-    // (rows a warp, team target, unroll 4); 0 = the backend's automatic choice.
-    let variants: [(usize, usize, bool); 3] = [(1, 6144, false), (2, 6144, false), (0, 0, false)];
-    for (rw, target, u4) in variants {
+    // (rows a warp, team target); 0 = the backend's automatic choice.
+    let variants: [(usize, usize); 3] = [(1, 6144), (2, 6144), (0, 0)];
+    for (rw, target) in variants {
         be.gemv_rows_per_warp = rw;
         be.gemv_team_target = target;
-        be.gemv_unroll4 = u4;
         println!(
-            "  GEMV variant: {rw} row(s) a warp on Q4_K/Q6_K matrices of >= {} rows, team target {target} warps, unroll4 {u4}",
+            "  GEMV variant: {rw} row(s) a warp on Q4_K/Q6_K matrices of >= {} rows, team target {target} warps",
             glimmer_jetson::WIDE_ROWS
         );
         let mut total_bytes = 0f64;
@@ -256,7 +255,7 @@ fn gemv_bench(
             );
         }
         println!(
-        "SUMMARY|gemv|rows/warp {rw} target {target} u4 {u4}: all weights of a token, one GEMV at a time|{:.2} ms|{:.0} GB/s = {:.1}% of HBM",
+        "SUMMARY|gemv|rows/warp {rw} target {target}: all weights of a token, one GEMV at a time|{:.2} ms|{:.0} GB/s = {:.1}% of HBM",
         total_s * 1e3,
         total_bytes / total_s / 1e9,
         100.0 * total_bytes / total_s / bw
@@ -264,7 +263,6 @@ fn gemv_bench(
     }
     be.gemv_rows_per_warp = 0;
     be.gemv_team_target = 0;
-    be.gemv_unroll4 = false;
 
     // One eager step per op, synchronizing after each.
     let mut times = OpTimes::default();
