@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use glimmer_core::exec::{AttnParams, Backend, Buf};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 
+/// Output rows from which a matmul is counted apart, as [`Op::MatmulWide`]: no layer weight
+/// of the models we run is this tall, every vocabulary is.
+pub const WIDE_MATMUL_ROWS: usize = 16_384;
+
 /// The ops [`Profiled`] tells apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -17,8 +21,11 @@ pub enum Op {
     Embed,
     /// RMSNorm.
     RmsNorm,
-    /// A single matmul (attention output, FFN down, LM head).
+    /// A single matmul of fewer than [`WIDE_MATMUL_ROWS`] output rows (attention output,
+    /// FFN down).
     Matmul,
+    /// A single matmul of at least [`WIDE_MATMUL_ROWS`] output rows (the LM head).
+    MatmulWide,
     /// Several matmuls over one input (Q/K/V).
     MatmulMany,
     /// Gate and up with the activation (FFN input).
@@ -37,10 +44,11 @@ pub enum Op {
 
 impl Op {
     /// Every op, in table order.
-    pub const ALL: [Op; 10] = [
+    pub const ALL: [Op; 11] = [
         Op::Embed,
         Op::RmsNorm,
         Op::Matmul,
+        Op::MatmulWide,
         Op::MatmulMany,
         Op::MatmulGated,
         Op::Rope,
@@ -56,6 +64,7 @@ impl Op {
             Op::Embed => "embed",
             Op::RmsNorm => "rmsnorm",
             Op::Matmul => "matmul",
+            Op::MatmulWide => "matmul, wide (head)",
             Op::MatmulMany => "matmul qkv",
             Op::MatmulGated => "matmul gate+up+act",
             Op::Rope => "rope",
@@ -189,7 +198,12 @@ impl<B: Backend> Backend for Profiled<'_, '_, B> {
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), B::Error> {
-        self.timed(Op::Matmul, |b| b.matmul(w, x, rows, out))
+        let op = if w.rows >= WIDE_MATMUL_ROWS {
+            Op::MatmulWide
+        } else {
+            Op::Matmul
+        };
+        self.timed(op, |b| b.matmul(w, x, rows, out))
     }
 
     fn matmul_many(

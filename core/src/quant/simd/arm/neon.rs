@@ -107,7 +107,7 @@ macro_rules! neon_dot32 {
         /// Q4_0 · Q8_0: `sum((q - 8) · a) · (d_w · d_a)` per block.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q4_0<const R: usize>(w: [&[BlockQ4_0]; R], a: &[BlockQ8_0]) -> [f32; R] {
+        fn q4_0<const R: usize>(w: [&[BlockQ4_0]; R], a: &[BlockQ8_0], _pf: usize) -> [f32; R] {
             let mut acc = [0.0f32; R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let eight = vdupq_n_s8(8);
@@ -130,7 +130,7 @@ macro_rules! neon_dot32 {
         /// Q4_1 · Q8_1: `(d_w · d_a) · sum(q · a) + m_w · s_a` per block.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q4_1<const R: usize>(w: [&[BlockQ4_1]; R], a: &[BlockQ8_1]) -> [f32; R] {
+        fn q4_1<const R: usize>(w: [&[BlockQ4_1]; R], a: &[BlockQ8_1], _pf: usize) -> [f32; R] {
             let mut acc = [0.0f32; R];
             if w.iter().all(|r| r.len() == a.len()) {
                 for (i, y) in a.iter().enumerate() {
@@ -151,7 +151,7 @@ macro_rules! neon_dot32 {
         /// Q5_0 · Q8_0: `sum((q - 16) · a) · (d_w · d_a)` per block.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q5_0<const R: usize>(w: [&[BlockQ5_0]; R], a: &[BlockQ8_0]) -> [f32; R] {
+        fn q5_0<const R: usize>(w: [&[BlockQ5_0]; R], a: &[BlockQ8_0], _pf: usize) -> [f32; R] {
             let mut acc = [0.0f32; R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let sixteen = vdupq_n_s8(16);
@@ -176,7 +176,7 @@ macro_rules! neon_dot32 {
         /// Q8_0 · Q8_0: `sum(q · a) · (d_w · d_a)` per block.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q8_0<const R: usize>(w: [&[BlockQ8_0]; R], a: &[BlockQ8_0]) -> [f32; R] {
+        fn q8_0<const R: usize>(w: [&[BlockQ8_0]; R], a: &[BlockQ8_0], _pf: usize) -> [f32; R] {
             let mut acc = [0.0f32; R];
             if w.iter().all(|r| r.len() == a.len()) {
                 for (i, y) in a.iter().enumerate() {

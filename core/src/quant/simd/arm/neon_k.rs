@@ -29,7 +29,7 @@ macro_rules! neon_dotk {
         /// Q4_K · Q8_K.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q4_k<const R: usize>(w: [&[BlockQ4K]; R], a: &[BlockQ8K]) -> [f32; R] {
+        fn q4_k<const R: usize>(w: [&[BlockQ4K]; R], a: &[BlockQ8K], _pf: usize) -> [f32; R] {
             let mut acc = [0.0f32; R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let m4 = vdupq_n_u8(0x0f);
@@ -74,7 +74,7 @@ macro_rules! neon_dotk {
         /// Q5_K · Q8_K: as Q4_K, with bit `j` of `qh[l]` added as 16 to element `32j + l`.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q5_k<const R: usize>(w: [&[BlockQ5K]; R], a: &[BlockQ8K]) -> [f32; R] {
+        fn q5_k<const R: usize>(w: [&[BlockQ5K]; R], a: &[BlockQ8K], _pf: usize) -> [f32; R] {
             let mut acc = [0.0f32; R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let m4 = vdupq_n_u8(0x0f);
@@ -131,7 +131,7 @@ macro_rules! neon_dotk {
         /// Q6_K · Q8_K: `sum(scale · (q - 32) · a)` per super-block.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q6_k<const R: usize>(w: [&[BlockQ6K]; R], a: &[BlockQ8K]) -> [f32; R] {
+        fn q6_k<const R: usize>(w: [&[BlockQ6K]; R], a: &[BlockQ8K], _pf: usize) -> [f32; R] {
             let mut acc = [0.0f32; R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let m4 = vdupq_n_u8(0x0f);

@@ -14,7 +14,7 @@ use core::arch::x86_64::*;
 use super::super::attn::{AttnKernels, F16Rows};
 use super::super::exp::{C2, C3, C4, C5, C6, LN2_HI, LN2_LO, LOG2E, X_MAX, X_MIN};
 use super::super::Isa;
-use super::attn::hsum4;
+use super::attn::{hsum4, prefetch_row, PF_ROWS};
 
 /// The AVX-512 table.
 pub(super) const AVX512: AttnKernels = AttnKernels {
@@ -106,6 +106,9 @@ fn tile<const KT: usize, const QT: usize>(
     for (u, r) in qr.iter_mut().enumerate() {
         *r = &q[u * d..][..d];
     }
+    for t in 0..KT {
+        prefetch_row(k.data, j + t + PF_ROWS, k.stride, d);
+    }
     let mut acc = [[_mm512_setzero_ps(); QT]; KT];
     for c in (0..d).step_by(16) {
         let mut kv = [_mm512_setzero_ps(); KT];
@@ -192,6 +195,7 @@ fn vcols<const OT: usize, const CT: usize>(
         }
     }
     for j in 0..v.rows {
+        prefetch_row(&v.data[c0..], j + PF_ROWS, v.stride, cw);
         let row = &v.data[j * v.stride + c0..][..cw];
         let mut vv = [_mm512_setzero_ps(); CT];
         for c in 0..CT {

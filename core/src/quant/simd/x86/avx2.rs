@@ -12,6 +12,7 @@
 use core::arch::x86_64::*;
 
 use super::super::super::blocks::F16Le;
+use super::super::PREFETCH_BYTES;
 
 /// 16 bytes into a vector.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -61,26 +62,23 @@ pub(super) fn st32i(b: &mut [i8; 32], v: __m256i) {
     unsafe { _mm256_storeu_si256(b.as_mut_ptr().cast(), v) }
 }
 
-/// How far ahead of the block being read the kernels prefetch each weight row, in bytes
-/// (0 turns prefetching off). The hardware prefetchers alone leave a single core well short
-/// of the memory bandwidth on the many-row streams of a matmul. 2048 beat 1024 and 512 in
-/// paired SmolLM2 decode runs on 2 threads (43.4 / 40.4 / 38.1 and 58.5 / 40.6 / 38.5 tok/s,
-/// on a machine whose memory bandwidth was itself contended at the time).
-pub(super) const PREFETCH_BYTES: usize = 2048;
-
 /// Hints the cache to fetch the bytes `PREFETCH_BYTES` past `block`, one request per cache
-/// line the block spans.
+/// line the block spans (for the tile kernels).
 #[inline(always)]
 pub(super) fn prefetch_ahead<T>(block: &T) {
-    if PREFETCH_BYTES == 0 {
-        return;
-    }
+    prefetch_at(block, PREFETCH_BYTES);
+}
+
+/// Hints the cache to fetch the bytes `dist` past `block`, one request per cache line the
+/// block spans.
+#[inline(always)]
+pub(super) fn prefetch_at<T>(block: &T, dist: usize) {
     let p = (block as *const T).cast::<i8>();
     let mut off = 0;
     while off < core::mem::size_of::<T>() {
         // SAFETY: a prefetch is only a hint: it cannot fault or change memory at any
         // address, and `wrapping_add` makes the address without claiming it is in bounds.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_BYTES + off)) };
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(dist + off)) };
         off += 64;
     }
 }
@@ -166,7 +164,7 @@ macro_rules! avx2_dot32 {
         /// Q4_0 · Q8_0: `sum(q · a) - 8 · sum(a)` per block, scaled by `d_w · d_a`.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q4_0<const R: usize>(w: [&[BlockQ4_0]; R], a: &[BlockQ8_0]) -> [f32; R] {
+        fn q4_0<const R: usize>(w: [&[BlockQ4_0]; R], a: &[BlockQ8_0], pf: usize) -> [f32; R] {
             let mut acc = [_mm256_setzero_ps(); R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let zero = _mm256_setzero_si256();
@@ -177,7 +175,7 @@ macro_rules! avx2_dot32 {
                     let da = f16x8(y.d);
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
-                        prefetch_ahead(x);
+                        prefetch_at(x, pf);
                         let p = dpbusd(off, nib32(&x.qs), av);
                         let d = _mm256_mul_ps(f16x8(x.d), da);
                         *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, *acc);
@@ -190,7 +188,7 @@ macro_rules! avx2_dot32 {
         /// Q4_1 · Q8_1: `sum(q · a) · d_w · d_a + m_w · s_a` per block.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q4_1<const R: usize>(w: [&[BlockQ4_1]; R], a: &[BlockQ8_1]) -> [f32; R] {
+        fn q4_1<const R: usize>(w: [&[BlockQ4_1]; R], a: &[BlockQ8_1], pf: usize) -> [f32; R] {
             let mut acc = [_mm256_setzero_ps(); R];
             // Lane 1 sums `m_w · s_a`.
             let mut accm = [_mm_setzero_ps(); R];
@@ -201,7 +199,7 @@ macro_rules! avx2_dot32 {
                     let ds = f16x2(y.d, y.s);
                     for ((acc, accm), w) in acc.iter_mut().zip(accm.iter_mut()).zip(&w) {
                         let x = &w[i];
-                        prefetch_ahead(x);
+                        prefetch_at(x, pf);
                         let p = dpbusd(zero, nib32(&x.qs), av);
                         // [d_w · d_a, m_w · s_a]
                         let dm = _mm_mul_ps(f16x2(x.d, x.m), ds);
@@ -221,7 +219,7 @@ macro_rules! avx2_dot32 {
         /// Q5_0 · Q8_0: `sum(q · a) - 16 · sum(a)` per block, scaled by `d_w · d_a`.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q5_0<const R: usize>(w: [&[BlockQ5_0]; R], a: &[BlockQ8_0]) -> [f32; R] {
+        fn q5_0<const R: usize>(w: [&[BlockQ5_0]; R], a: &[BlockQ8_0], pf: usize) -> [f32; R] {
             let mut acc = [_mm256_setzero_ps(); R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let zero = _mm256_setzero_si256();
@@ -232,7 +230,7 @@ macro_rules! avx2_dot32 {
                     let da = f16x8(y.d);
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
-                        prefetch_ahead(x);
+                        prefetch_at(x, pf);
                         let q = _mm256_or_si256(nib32(&x.qs), hbits(x.qh));
                         let p = dpbusd(off, q, av);
                         let d = _mm256_mul_ps(f16x8(x.d), da);
@@ -246,7 +244,7 @@ macro_rules! avx2_dot32 {
         /// Q8_0 · Q8_0: `sum(q · a)` per block, scaled by `d_w · d_a`.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q8_0<const R: usize>(w: [&[BlockQ8_0]; R], a: &[BlockQ8_0]) -> [f32; R] {
+        fn q8_0<const R: usize>(w: [&[BlockQ8_0]; R], a: &[BlockQ8_0], pf: usize) -> [f32; R] {
             let mut acc = [_mm256_setzero_ps(); R];
             if w.iter().all(|r| r.len() == a.len()) {
                 for (i, y) in a.iter().enumerate() {
@@ -254,7 +252,7 @@ macro_rules! avx2_dot32 {
                     let da = f16x8(y.d);
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
-                        prefetch_ahead(x);
+                        prefetch_at(x, pf);
                         let p = q8_dot(&x.qs, &act);
                         let d = _mm256_mul_ps(f16x8(x.d), da);
                         *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, *acc);

@@ -52,7 +52,7 @@ macro_rules! avx2_dotk {
         /// Q4_K · Q8_K.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q4_k<const R: usize>(w: [&[BlockQ4K]; R], a: &[BlockQ8K]) -> [f32; R] {
+        fn q4_k<const R: usize>(w: [&[BlockQ4K]; R], a: &[BlockQ8K], pf: usize) -> [f32; R] {
             let mut acc = [_mm256_setzero_ps(); R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let m4 = _mm256_set1_epi8(0x0f);
@@ -62,7 +62,7 @@ macro_rules! avx2_dotk {
                     let da = _mm256_set1_ps(y.d.get());
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
-                        prefetch_ahead(x);
+                        prefetch_at(x, pf);
                         let (sc, mn) = scales_mins_k4(&x.scales);
                         let s16 = _mm256_broadcastsi128_si256(u8x8_to_i16(sc));
                         let qch: &[[u8; 32]; 4] = bytemuck::cast_ref(&x.qs);
@@ -89,7 +89,7 @@ macro_rules! avx2_dotk {
         /// Q5_K · Q8_K: as Q4_K, with bit `j` of `qh[l]` added as 16 to element `32j + l`.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q5_k<const R: usize>(w: [&[BlockQ5K]; R], a: &[BlockQ8K]) -> [f32; R] {
+        fn q5_k<const R: usize>(w: [&[BlockQ5K]; R], a: &[BlockQ8K], pf: usize) -> [f32; R] {
             let mut acc = [_mm256_setzero_ps(); R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let m4 = _mm256_set1_epi8(0x0f);
@@ -100,7 +100,7 @@ macro_rules! avx2_dotk {
                     let da = _mm256_set1_ps(y.d.get());
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
-                        prefetch_ahead(x);
+                        prefetch_at(x, pf);
                         let (sc, mn) = scales_mins_k4(&x.scales);
                         let s16 = _mm256_broadcastsi128_si256(u8x8_to_i16(sc));
                         let qch: &[[u8; 32]; 4] = bytemuck::cast_ref(&x.qs);
@@ -135,7 +135,7 @@ macro_rules! avx2_dotk {
         /// the unsigned 6-bit quants.
         #[target_feature(enable = $feat)]
         #[inline]
-        fn q6_k<const R: usize>(w: [&[BlockQ6K]; R], a: &[BlockQ8K]) -> [f32; R] {
+        fn q6_k<const R: usize>(w: [&[BlockQ6K]; R], a: &[BlockQ8K], pf: usize) -> [f32; R] {
             let mut acc = [_mm256_setzero_ps(); R];
             if w.iter().all(|r| r.len() == a.len()) {
                 let m4 = _mm256_set1_epi8(0x0f);
@@ -146,7 +146,7 @@ macro_rules! avx2_dotk {
                     let da = _mm256_set1_ps(y.d.get());
                     for (acc, w) in acc.iter_mut().zip(&w) {
                         let x = &w[i];
-                        prefetch_ahead(x);
+                        prefetch_at(x, pf);
                         let corr = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(ld16i(&x.scales)));
                         let scs: &[[i8; 8]; 2] = bytemuck::cast_ref(&x.scales);
                         let ql: &[[u8; 32]; 4] = bytemuck::cast_ref(&x.ql);

@@ -9,7 +9,8 @@
 //!   f16 scales, which 512-bit vectors do not shrink, while they run on fewer ports (and
 //!   lower clocks on some cores); so this tier stays at 256 bits.
 //!
-//! All of them prefetch each weight row `avx2::PREFETCH_BYTES` ahead.
+//! All of them prefetch weight rows ahead: the one-row kernels by `simd::prefetch_distance`,
+//! the tile kernels `simd::PREFETCH_BYTES` ahead.
 //!
 //! Each tier also has tile kernels for the prefill path (`tile32`, `tilek`): `R × C` register
 //! blocks of weight rows × activation rows, by measurement 2 × 8 on `evex` (32 vector
@@ -39,7 +40,7 @@ mod plain {
     use super::super::scales_mins_k4;
     use super::avx2::{
         f16x2, f16x8, hbits32 as hbits, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead,
-        tile_sums,
+        prefetch_at, tile_sums,
     };
     use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
     use super::tilek::K45;
@@ -117,7 +118,8 @@ macro_rules! vnni_tier {
         };
         use super::super::scales_mins_k4;
         use super::avx2::{
-            f16x2, f16x8, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead, tile_sums,
+            f16x2, f16x8, hsums, ld16, ld16i, ld32, ld32i, nib32, prefetch_ahead, prefetch_at,
+            tile_sums,
         };
         use super::avx2_k::{bcast16, bcast16_pair, k4_mins, u8x8_to_i16};
         use super::tilek::K45;
