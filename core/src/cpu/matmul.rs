@@ -386,7 +386,14 @@ fn tile_rows(
                 // SAFETY: this task owns weight rows `r` (disjoint from every other task's),
                 // and `o0..o0 + m` lies in activation row `a` within those rows.
                 match unsafe { out.part(o0..o0 + m) } {
-                    Some(o) => o.copy_from_slice(src),
+                    // A whole tile row is a fixed-size copy (no call into `memmove`).
+                    Some(o) => match (
+                        <&mut [f32; Kernels::TILE_ROWS]>::try_from(&mut *o),
+                        <&[f32; Kernels::TILE_ROWS]>::try_from(src),
+                    ) {
+                        (Ok(o), Ok(src)) => *o = *src,
+                        _ => o.copy_from_slice(src),
+                    },
                     None => return false,
                 }
             }

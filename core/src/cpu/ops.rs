@@ -150,23 +150,30 @@ pub fn gelu_mul(k: &Kernels, g: &mut [f32], u: &[f32]) {
     const COEF_A: f32 = 0.044_715;
     let mut e = [0.0f32; CHUNK];
     let mut xh = [0.0f32; CHUNK];
+    // Each pass is element-wise and branch-free, and the f16 roundings go through the
+    // kernels' vectorized `scale_round_f16` (`x · 1` is `x`: the rounding alone).
     for (gc, uc) in g.chunks_mut(CHUNK).zip(u.chunks(CHUNK)) {
         let n = gc.len();
         let (e, xh) = (&mut e[..n], &mut xh[..n]);
-        for ((e, h), &x) in e.iter_mut().zip(xh.iter_mut()).zip(gc.iter()) {
-            *h = f16::from_f32(x).to_f32();
+        xh.copy_from_slice(gc);
+        k.scale_round_f16(xh, 1.0);
+        for (e, &h) in e.iter_mut().zip(xh.iter()) {
             // 2z, clamped so that e^{2z} stays finite (tanh is 1 to f32 precision long before).
-            *e = (2.0 * SQRT_2_OVER_PI * *h * (1.0 + COEF_A * *h * *h)).min(80.0);
+            *e = (2.0 * SQRT_2_OVER_PI * h * (1.0 + COEF_A * h * h)).min(80.0);
         }
         k.exp_f32(e);
-        for (((x, &e), &h), &u) in gc.iter_mut().zip(e.iter()).zip(xh.iter()).zip(uc) {
+        // 0.5 · h · (1 + tanh z) = h · e^{2z} / (e^{2z} + 1), rounded to f16.
+        for (e, &h) in e.iter_mut().zip(xh.iter()) {
+            *e = h * (*e / (*e + 1.0));
+        }
+        k.scale_round_f16(e, 1.0);
+        for ((x, &y), &u) in gc.iter_mut().zip(e.iter()).zip(uc) {
             let y = if *x <= -10.0 {
                 0.0
             } else if *x >= 10.0 {
                 *x
             } else {
-                // 0.5 · h · (1 + tanh z) = h · e^{2z} / (e^{2z} + 1)
-                f16::from_f32(h * (e / (e + 1.0))).to_f32()
+                y
             };
             *x = y * u;
         }

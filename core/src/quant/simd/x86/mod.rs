@@ -5,17 +5,21 @@
 //! - `vnni`: the same kernels with AVX-VNNI's VEX `vpdpbusd` / `vpdpwssd` (Alder Lake and
 //!   later client cores, which lack AVX-512).
 //! - `evex`: the same kernels with AVX512-VNNI's EVEX forms and AVX-512BW byte masks, on
-//!   256-bit vectors. Per block the work is dominated by unpacking quants and broadcasting
-//!   f16 scales, which 512-bit vectors do not shrink, while they run on fewer ports (and
-//!   lower clocks on some cores); so this tier stays at 256 bits.
+//!   256-bit vectors. Per block the work of one row is dominated by unpacking quants and
+//!   broadcasting f16 scales, which 512-bit vectors do not shrink, while they run on fewer
+//!   ports (and lower clocks on some cores); so its one-row kernels stay at 256 bits. Its
+//!   Q4_0 / Q5_0 / Q8_0 tile kernels (`tilez`) are the exception: there the per-pair steps
+//!   dominate, and two activation rows per 512-bit vector halve them.
 //!
 //! All of them prefetch weight rows ahead: the one-row kernels by `simd::prefetch_distance`,
 //! the tile kernels `simd::PREFETCH_BYTES` ahead.
 //!
 //! Each tier also has tile kernels for the prefill path (`tile32`, `tilek`): `R × C` register
 //! blocks of weight rows × activation rows, by measurement 2 × 8 on `evex` (32 vector
-//! registers) and, on the 16-register tiers, 2 × 4 for the 32-element formats and 1 × 8 for
-//! the K-quants.
+//! registers; 4 × 8 for its 512-bit `tilez` kernels, which at 2 × 8 were no faster than the
+//! 256-bit ones) and, on the 16-register tiers, 2 × 4 for the 32-element formats and 1 × 8
+//! for the K-quants. One-thread tile speed on a 16 × 640 × 64 tile (scratch timing), 256-bit
+//! 2 × 8 against 512-bit 4 × 8: Q5_0 39 → 44, Q8_0 40 → 48, Q4_0 39 → 46 GMAC/s.
 
 mod attn;
 mod attn512;
@@ -25,6 +29,7 @@ mod f16;
 mod quant;
 mod tile32;
 mod tilek;
+mod tilez;
 
 use super::super::GgmlType as T;
 use super::{Feature as F, Isa, Kernels};
@@ -109,7 +114,7 @@ mod plain {
 /// The VNNI forms shared by the `vnni` and `evex` tiers: exact for any bytes.
 macro_rules! vnni_tier {
     ($feat:literal, $dpbusd:ident, $dpwssd:ident, $hbits:path, $r:literal, $c:literal,
-     $rk:literal, $ck:literal) => {
+     $rk:literal, $ck:literal $(, $zmm:ident)?) => {
         use core::arch::x86_64::*;
 
         use super::super::super::blocks::{
@@ -183,7 +188,7 @@ macro_rules! vnni_tier {
 
         super::avx2::avx2_dot32!($feat);
         super::avx2_k::avx2_dotk!($feat);
-        super::tile32::avx2_tile32!($feat, $r, $c);
+        super::tile32::avx2_tile32!($feat, $r, $c $(, $zmm)?);
         super::tilek::avx2_tilek!($feat, $rk, $ck);
     };
 }
@@ -212,8 +217,11 @@ mod evex {
         2,
         8,
         2,
-        8
+        8,
+        zmm
     );
+
+    super::tilez::evex_tilez!("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni", 4, 8);
 
     /// [`hbits32`](super::avx2::hbits32) with an AVX-512 byte mask.
     #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")]
@@ -300,7 +308,7 @@ pub(super) fn install(k: &mut Kernels) {
         EVEX,
         Isa::Avx512Vnni,
         evex::q4_0_rows,
-        evex::q4_0_tile,
+        evex::q4_0_tilez,
     );
     k.offer_dot_tile(
         T::Q4_1,
@@ -314,14 +322,14 @@ pub(super) fn install(k: &mut Kernels) {
         EVEX,
         Isa::Avx512Vnni,
         evex::q5_0_rows,
-        evex::q5_0_tile,
+        evex::q5_0_tilez,
     );
     k.offer_dot_tile(
         T::Q8_0,
         EVEX,
         Isa::Avx512Vnni,
         evex::q8_0_rows,
-        evex::q8_0_tile,
+        evex::q8_0_tilez,
     );
     k.offer_dot_tile(
         T::Q4_K,

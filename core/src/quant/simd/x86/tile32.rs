@@ -11,6 +11,19 @@
 /// `Q8Act` / `q8_act` and `Q8W` / `q8_w` / `q8_dotw`.
 macro_rules! avx2_tile32 {
     ($feat:literal, $r:literal, $c:literal) => {
+        super::tile32::avx2_tile32!(@kernels $feat);
+        tile_entry!($feat, q4_0_tile, BlockQ4_0, BlockQ8_0, q4_0_t, $r, $c);
+        tile_entry!($feat, q4_1_tile, BlockQ4_1, BlockQ8_1, q4_1_t, $r, $c);
+        tile_entry!($feat, q5_0_tile, BlockQ5_0, BlockQ8_0, q5_0_t, $r, $c);
+        tile_entry!($feat, q8_0_tile, BlockQ8_0, BlockQ8_0, q8_0_t, $r, $c);
+    };
+    // A tier with 512-bit tiles for Q4_0, Q5_0 and Q8_0 (`tilez`) takes only the Q4_1 entry;
+    // the 256-bit kernels stay, for the odd activation rows.
+    ($feat:literal, $r:literal, $c:literal, zmm) => {
+        super::tile32::avx2_tile32!(@kernels $feat);
+        tile_entry!($feat, q4_1_tile, BlockQ4_1, BlockQ8_1, q4_1_t, $r, $c);
+    };
+    (@kernels $feat:literal) => {
         /// Q4_0 · Q8_0 on `R × C` rows (see `q4_0`).
         #[target_feature(enable = $feat)]
         #[inline]
@@ -176,10 +189,6 @@ macro_rules! avx2_tile32 {
             tile_sums(acc)
         }
 
-        tile_entry!($feat, q4_0_tile, BlockQ4_0, BlockQ8_0, q4_0_t, $r, $c);
-        tile_entry!($feat, q4_1_tile, BlockQ4_1, BlockQ8_1, q4_1_t, $r, $c);
-        tile_entry!($feat, q5_0_tile, BlockQ5_0, BlockQ8_0, q5_0_t, $r, $c);
-        tile_entry!($feat, q8_0_tile, BlockQ8_0, BlockQ8_0, q8_0_t, $r, $c);
     };
 }
 pub(super) use avx2_tile32;
