@@ -13,7 +13,20 @@ const CHUNK: usize = 64;
 
 /// `1 / sqrt(mean(x²) + eps)`, with the sum of squares taken in f64 as GGML does.
 fn rms_scale(x: &[f32], eps: f32) -> f32 {
-    let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
+    // Eight independent f64 partial sums (one chain each, so the adds overlap and
+    // vectorize), combined in a fixed tree, then the tail in order: the sum depends only on
+    // the row. A single chain waits out one f64 add latency per value.
+    let (body, tail) = x.as_chunks::<8>();
+    let mut acc = [0.0f64; 8];
+    for c in body {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += f64::from(v * v);
+        }
+    }
+    let mut sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for &v in tail {
+        sum += f64::from(v * v);
+    }
     let mean = (sum / x.len().max(1) as f64) as f32;
     1.0 / libm::sqrtf(mean + eps)
 }
