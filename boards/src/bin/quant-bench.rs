@@ -5,7 +5,10 @@
 //! scalar kernels and for every SIMD tier this CPU can run, once with the matrix resident in
 //! L2 (compute-bound) and once far larger than the last-level cache (memory-bound), next to
 //! a plain streaming read of memory measured in the same run. A second table times the
-//! activation quantizers on one row. Everything runs on one thread.
+//! prefill tile kernels (`Kernels::dot_tile`: a cache-resident tile of weight rows against
+//! `--tile-acts` activation rows) in multiply-adds per second, each tier against the one-row
+//! kernel of the same tier on the same data (`dot_rows` once per activation row). A third
+//! table times the activation quantizers on one row. Everything runs on one thread.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -41,6 +44,12 @@ struct Args {
     /// Only the scalar kernels and the best tier.
     #[arg(long)]
     best_only: bool,
+    /// Weight rows of the tile-kernel table's matrix.
+    #[arg(long, default_value_t = 16)]
+    tile_rows: usize,
+    /// Activation rows of the tile-kernel table (as a prefill chunk passes them).
+    #[arg(long, default_value_t = 64)]
+    tile_acts: usize,
 }
 
 const DOT_TYPES: [GgmlType; 7] = [
@@ -241,6 +250,63 @@ fn main() {
                 l2 / scalar_rate,
                 dram_s,
                 pct
+            );
+        }
+    }
+
+    println!();
+    println!(
+        "tile kernels: {} weight rows x {} activation rows of {n}",
+        args.tile_rows, args.tile_acts
+    );
+    println!(
+        "{:<6} {:<12} {:>12} {:>16} {:>8}",
+        "type", "kernel", "tile GMAC/s", "one-row GMAC/s", "ratio"
+    );
+    for ty in DOT_TYPES {
+        let wanted = args.types.is_empty() || args.types.iter().any(|t| t == ty.name());
+        if !wanted || !n.is_multiple_of(ty.block_size()) {
+            continue;
+        }
+        let aty = vec_dot_type(ty);
+        let ab = aty.row_bytes(n).expect("row");
+        let xs = rng.data(n * args.tile_acts, 1.0);
+        let mut acts = vec![0u8; ab * args.tile_acts];
+        for (x, a) in xs.chunks_exact(n).zip(acts.chunks_exact_mut(ab)) {
+            Kernels::scalar()
+                .quantize_row(aty, x, a)
+                .expect("quantize activations");
+        }
+        let rb = ty.row_bytes(n).expect("row");
+        let (w, m) = matrix(ty, n, args.tile_rows * rb, &mut rng);
+        let macs = (m * n * args.tile_acts) as f64;
+        let mut done: Vec<Isa> = Vec::new();
+        for k in &tiers {
+            let isa = k.dot_isa(ty);
+            if isa == Isa::Scalar || done.contains(&isa) {
+                continue;
+            }
+            done.push(isa);
+            let mut out = vec![0.0f32; m * args.tile_acts];
+            let tile = rate(macs, args.secs, || {
+                k.dot_tile(ty, n, black_box(&w), black_box(&acts), &mut out)
+                    .expect("dot_tile");
+                black_box(&out);
+            });
+            let rows = rate(macs, args.secs, || {
+                for (a, o) in acts.chunks_exact(ab).zip(out.chunks_exact_mut(m)) {
+                    k.dot_rows(ty, n, black_box(&w), black_box(a), o)
+                        .expect("dot_rows");
+                }
+                black_box(&out);
+            });
+            println!(
+                "{:<6} {:<12} {:>12.1} {:>16.1} {:>7.2}x",
+                ty.name(),
+                isa.name(),
+                tile / 1e9,
+                rows / 1e9,
+                tile / rows
             );
         }
     }
