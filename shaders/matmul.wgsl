@@ -5,7 +5,8 @@
 // NB = 4 activation rows (z). Each invocation dequantizes units of 32 weights (u = lane,
 // lane + 16, ...) once and dots them with the NB activation rows; each run of 16 then sums
 // its NB partial dots in one segmented reduction. (Rows of 576-2048 weights are 18-64 units,
-// so 16 invocations a row keep most of them busy.)
+// so 16 invocations a row keep most of them busy.) One activation row (decode) takes the
+// `vec` entry below instead.
 struct P {
     rows: u32,       // weight rows in this piece
     cols: u32,       // elements per row (a multiple of 32)
@@ -53,5 +54,42 @@ fn main(
     let t = seg_sum4(acc, lid);
     if (r < p.rows && lane < NB && b0 + lane < p.batch) {
         a1[p.out_off + (b0 + lane) * p.out_stride + r] = t[lane];
+    }
+}
+
+// One activation row (decode): the same 4 rows × 16 invocations a workgroup. The row of
+// activations goes through workgroup memory `XS_CHUNK` values at a time (all 64 invocations
+// load a chunk, then each dots its units of the chunk with `dot_unit`, which dequantizes and
+// multiplies in one pass), so it is read from the arena once per workgroup, not once per
+// weight row; then one segmented reduction.
+@compute @workgroup_size(64)
+fn vec(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
+) {
+    SG_INIT
+    let r = flat_wg(wid, nwg) * RPW + lid / TPR;
+    let lane = lid % TPR;
+    let units = p.cols / 32u;
+    var s = 0.0;
+    let rb = p.w_base + min(r, p.rows - 1u) * p.row_bytes;
+    for (var c0 = 0u; c0 < p.cols; c0 = c0 + XS_CHUNK) {
+        let n = min(XS_CHUNK, p.cols - c0);
+        for (var i = lid; i < n / 4u; i = i + 64u) {
+            let o = p.x_off + c0 + 4u * i;
+            xs[i] = vec4<f32>(a0[o], a0[o + 1u], a0[o + 2u], a0[o + 3u]);
+        }
+        workgroupBarrier();
+        if (r < p.rows) {
+            for (var u = lane; u < n / 32u; u = u + TPR) {
+                s = s + dot_unit(rb, c0 / 32u + u, u * 32u);
+            }
+        }
+        workgroupBarrier();
+    }
+    let t = seg_sum4(vec4<f32>(s, 0.0, 0.0, 0.0), lid);
+    if (r < p.rows && lane == 0u) {
+        a1[p.out_off + r] = t[0];
     }
 }

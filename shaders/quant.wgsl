@@ -149,3 +149,174 @@ fn deq_f16(rb: u32, u: u32) {
         dq[2u * i + 1u] = v.y;
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Fused dequantize-and-dot of one unit against 32 activations at `xo` of the staged chunk
+// `xs` (below), for the one-row matvec (`vec` in matmul.wgsl). Each weight word is unpacked into a vec4 and dotted
+// with four activations; constant parts of a unit (offsets, minima) are taken out of the sum
+// (`sum((d q - m) x) = d sum(q x) - m sum(x)`), so nothing goes through the private `dq`
+// array. The Rust side renames the chosen `dot_<fmt>` to `dot_unit`.
+
+// The activations a `vec` workgroup has staged in workgroup memory (`XS_CHUNK` of them, as
+// vec4s): `o` is an element offset within the chunk, a multiple of 4.
+const XS_CHUNK: u32 = 2048u;
+var<workgroup> xs: array<vec4<f32>, 512>;
+
+fn xv(o: u32) -> vec4<f32> {
+    return xs[o >> 2u];
+}
+
+fn hsum4(v: vec4<f32>) -> f32 {
+    return (v.x + v.y) + (v.z + v.w);
+}
+
+// Low nibbles of the four bytes of `w`, shifted right by `sh` first.
+fn nib4(w: u32, sh: u32) -> vec4<f32> {
+    let v = vec4<u32>(w >> sh, w >> (8u + sh), w >> (16u + sh), w >> (24u + sh));
+    return vec4<f32>(v & vec4<u32>(15u));
+}
+
+// Bits `j..j + 4` of `h`, as 0.0 / 1.0.
+fn bits4(h: u32, j: u32) -> vec4<f32> {
+    let v = vec4<u32>(h >> j, h >> (j + 1u), h >> (j + 2u), h >> (j + 3u));
+    return vec4<f32>(v & vec4<u32>(1u));
+}
+
+// The four bytes of `w` as signed values.
+fn sbytes4(w: u32) -> vec4<f32> {
+    let v = vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w));
+    return vec4<f32>(v >> vec4<u32>(24u));
+}
+
+// Sum of q x and of x over a 32-nibble block at `qs` (low nibbles elements 0..16).
+fn nib_dots(qs: u32, xo: u32) -> vec2<f32> {
+    var s = vec4<f32>(0.0);
+    var sx = vec4<f32>(0.0);
+    for (var k = 0u; k < 4u; k = k + 1u) {
+        let w = ld_u32(qs + 4u * k);
+        let xl = xv(xo + 4u * k);
+        let xh = xv(xo + 16u + 4u * k);
+        s = s + nib4(w, 0u) * xl + nib4(w, 4u) * xh;
+        sx = sx + xl + xh;
+    }
+    return vec2<f32>(hsum4(s), hsum4(sx));
+}
+
+fn dot_q4_0(rb: u32, u: u32, xo: u32) -> f32 {
+    let base = rb + u * 18u;
+    let t = nib_dots(base + 2u, xo);
+    return ld_f16(base) * (t.x - 8.0 * t.y);
+}
+
+fn dot_q4_1(rb: u32, u: u32, xo: u32) -> f32 {
+    let base = rb + u * 20u;
+    let t = nib_dots(base + 4u, xo);
+    return ld_f16(base) * t.x + ld_f16(base + 2u) * t.y;
+}
+
+fn dot_q5_0(rb: u32, u: u32, xo: u32) -> f32 {
+    let base = rb + u * 22u;
+    let qh = ld_u32(base + 2u);
+    var s = vec4<f32>(0.0);
+    var sx = vec4<f32>(0.0);
+    for (var k = 0u; k < 4u; k = k + 1u) {
+        let w = ld_u32(base + 6u + 4u * k);
+        let xl = xv(xo + 4u * k);
+        let xh = xv(xo + 16u + 4u * k);
+        let ql = nib4(w, 0u) + 16.0 * bits4(qh, 4u * k);
+        let qu = nib4(w, 4u) + 16.0 * bits4(qh, 16u + 4u * k);
+        s = s + ql * xl + qu * xh;
+        sx = sx + xl + xh;
+    }
+    return ld_f16(base) * (hsum4(s) - 16.0 * hsum4(sx));
+}
+
+fn dot_q8_0(rb: u32, u: u32, xo: u32) -> f32 {
+    let base = rb + u * 34u;
+    var s = vec4<f32>(0.0);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        s = s + sbytes4(ld_u32(base + 2u + 4u * k)) * xv(xo + 4u * k);
+    }
+    return ld_f16(base) * hsum4(s);
+}
+
+fn dot_q4_k(rb: u32, u: u32, xo: u32) -> f32 {
+    let base = rb + (u / 8u) * 144u;
+    let j = u % 8u;
+    let sm = scale_min_k4(base + 4u, j);
+    let sh = (j & 1u) * 4u;
+    let qs = base + 16u + 32u * (j / 2u);
+    var s = vec4<f32>(0.0);
+    var sx = vec4<f32>(0.0);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let x = xv(xo + 4u * k);
+        s = s + nib4(ld_u32(qs + 4u * k), sh) * x;
+        sx = sx + x;
+    }
+    return ld_f16(base) * sm.x * hsum4(s) - ld_f16(base + 2u) * sm.y * hsum4(sx);
+}
+
+fn dot_q5_k(rb: u32, u: u32, xo: u32) -> f32 {
+    let base = rb + (u / 8u) * 176u;
+    let j = u % 8u;
+    let sm = scale_min_k4(base + 4u, j);
+    let sh = (j & 1u) * 4u;
+    let qs = base + 48u + 32u * (j / 2u);
+    var s = vec4<f32>(0.0);
+    var sx = vec4<f32>(0.0);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let x = xv(xo + 4u * k);
+        let h = ld_u32(base + 16u + 4u * k);
+        let hb = vec4<f32>((vec4<u32>(h >> j, h >> (8u + j), h >> (16u + j), h >> (24u + j))) & vec4<u32>(1u));
+        s = s + (nib4(ld_u32(qs + 4u * k), sh) + 16.0 * hb) * x;
+        sx = sx + x;
+    }
+    return ld_f16(base) * sm.x * hsum4(s) - ld_f16(base + 2u) * sm.y * hsum4(sx);
+}
+
+fn dot_q6_k(rb: u32, u: u32, xo: u32) -> f32 {
+    let base = rb + (u / 8u) * 210u;
+    let j = u % 8u;
+    let h = j / 4u;
+    let c = j % 4u;
+    let d = ld_f16(base + 208u);
+    let s0 = d * f32(i32(ld_u8(base + 192u + 2u * j) << 24u) >> 24u);
+    let s1 = d * f32(i32(ld_u8(base + 193u + 2u * j) << 24u) >> 24u);
+    let nsh = (c / 2u) * 4u;
+    let ql = base + 64u * h + 32u * (c % 2u);
+    let qh = base + 128u + 32u * h;
+    var t0 = vec4<f32>(0.0);
+    var t1 = vec4<f32>(0.0);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let wh = ld_u32(qh + 4u * k) >> (2u * c);
+        let hi = vec4<f32>(vec4<u32>(wh, wh >> 8u, wh >> 16u, wh >> 24u) & vec4<u32>(3u));
+        let q = nib4(ld_u32(ql + 4u * k), nsh) + 16.0 * hi - vec4<f32>(32.0);
+        let p = q * xv(xo + 4u * k);
+        if (k < 4u) {
+            t0 = t0 + p;
+        } else {
+            t1 = t1 + p;
+        }
+    }
+    return s0 * hsum4(t0) + s1 * hsum4(t1);
+}
+
+fn dot_f32(rb: u32, u: u32, xo: u32) -> f32 {
+    var s = vec4<f32>(0.0);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let o = rb + (u * 32u + 4u * k) * 4u;
+        let w = vec4<f32>(bitcast<f32>(ld_u32(o)), bitcast<f32>(ld_u32(o + 4u)), bitcast<f32>(ld_u32(o + 8u)), bitcast<f32>(ld_u32(o + 12u)));
+        s = s + w * xv(xo + 4u * k);
+    }
+    return hsum4(s);
+}
+
+fn dot_f16(rb: u32, u: u32, xo: u32) -> f32 {
+    var s = vec4<f32>(0.0);
+    for (var k = 0u; k < 8u; k = k + 1u) {
+        let o = rb + u * 64u + 8u * k;
+        let w = vec4<f32>(unpack2x16float(ld_u32(o)), unpack2x16float(ld_u32(o + 4u)));
+        s = s + w * xv(xo + 4u * k);
+    }
+    return hsum4(s);
+}

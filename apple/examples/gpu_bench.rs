@@ -3,7 +3,10 @@
 //! ```text
 //! cargo run --release -p glimmer-apple --example gpu_bench -- MODEL.gguf \
 //!     [--tokens 128] [--prompt 64] [--ctx 2048] [--bandwidth-gbs 4800] [--kv f16|f32] [--no-subgroups]
+//!     [--profile]
 //! ```
+//! With `--profile`, a further 8 decode steps run with a wait after every backend op, and
+//! the time per op (GPU work plus the submit) is printed as a table.
 //! Prints the adapter, prefill and decode tokens/s, the bytes one decode token reads (weights
 //! of every matmul, one embedding row, the KV cache at the mean position) and, given the
 //! memory bandwidth in GB/s, the bound it implies and the fraction of it reached. Decoding
@@ -29,6 +32,7 @@ struct Args {
     bandwidth: Option<f64>,
     kv: GpuKvType,
     subgroups: bool,
+    profile: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -41,6 +45,7 @@ fn parse() -> Result<Args, String> {
         bandwidth: None,
         kv: GpuKvType::F16,
         subgroups: true,
+        profile: false,
     };
     let num = |v: Option<String>| -> Result<f64, String> {
         v.ok_or("missing value")?
@@ -50,6 +55,7 @@ fn parse() -> Result<Args, String> {
     while let Some(s) = it.next() {
         match s.as_str() {
             "--tokens" => a.tokens = num(it.next())? as usize,
+            "--profile" => a.profile = true,
             "--prompt" => a.prompt = num(it.next())? as usize,
             "--ctx" => a.ctx = num(it.next())? as usize,
             "--bandwidth-gbs" => a.bandwidth = Some(num(it.next())?),
@@ -68,7 +74,7 @@ fn parse() -> Result<Args, String> {
     if a.model.as_os_str().is_empty() {
         return Err(
             "usage: gpu_bench MODEL.gguf [--tokens N] [--prompt N] [--ctx N] \
-                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups]"
+                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups] [--profile]"
                 .into(),
         );
     }
@@ -147,14 +153,38 @@ fn run(a: Args) -> Result<(), String> {
     let prefill = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
+    // Recording a step is host work; the argmax's readback submits it and waits for the GPU.
+    let mut record = 0.0;
     for _ in 0..a.tokens {
+        let tr = Instant::now();
         m.forward(&mut b, &next, pos, LogitRows::Last)
             .map_err(|e| format!("{e:?}"))?;
+        record += tr.elapsed().as_secs_f64();
         b.argmax(logits, nv, &mut next).map_err(|e| e.to_string())?;
         pos += 1;
     }
     let decode = t.elapsed().as_secs_f64();
     let tps = a.tokens as f64 / decode;
+
+    if a.profile {
+        let mut times = glimmer_boards::profile::OpTimes::default();
+        let steps = 8;
+        for _ in 0..steps {
+            {
+                let mut pb =
+                    glimmer_boards::profile::Profiled::with_fence(&mut b, &mut times, |g| {
+                        // A failed wait shows up as the next op's error.
+                        let _ = g.finish();
+                    });
+                m.forward(&mut pb, &next, pos, LogitRows::Last)
+                    .map_err(|e| format!("{e:?}"))?;
+            }
+            b.argmax(logits, nv, &mut next).map_err(|e| e.to_string())?;
+            pos += 1;
+        }
+        println!("decode ops, {steps} steps, each op waited for:");
+        print!("{}", times.table());
+    }
 
     let kv_row = if a.kv == GpuKvType::F16 { 2 } else { 4 } * (shape.k_dim + shape.v_dim) as u64;
     let mean_pos = (a.prompt + a.tokens / 2) as u64;
@@ -173,6 +203,11 @@ fn run(a: Args) -> Result<(), String> {
     println!(
         "decode: {} tokens in {:.3} s = {:.1} tok/s",
         a.tokens, decode, tps
+    );
+    println!(
+        "  of which recording on the host {:.2} ms a token, submit + GPU + readback {:.2} ms",
+        1e3 * record / a.tokens as f64,
+        1e3 * (decode - record) / a.tokens as f64
     );
     println!(
         "bytes/token: {:.2} MB (weights {:.2} MB, KV {:.2} MB at position {mean_pos}); achieved {:.1} GB/s",

@@ -204,6 +204,17 @@ impl GpuBackend {
         Ok(())
     }
 
+    /// Submits everything recorded and waits until the GPU has run it (for timing one op at a
+    /// time, as `glimmer_boards::profile::Profiled::with_fence` does).
+    pub fn finish(&mut self) -> Result<(), GpuError> {
+        self.rec.flush(&self.ctx);
+        self.ctx
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|_| GpuError::Readback)?;
+        Ok(())
+    }
+
     /// Submits everything recorded and copies `dst.len()` bytes (whole words) from `src` at
     /// byte `at` back.
     pub(crate) fn readback(&mut self, src: Src, at: u64, dst: &mut [u8]) -> Result<(), GpuError> {

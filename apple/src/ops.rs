@@ -183,9 +183,11 @@ impl Backend for GpuBackend {
             ];
             let z = u(rows.div_ceil(4))?;
             let n = u(pc.rows.div_ceil(MATMUL_ROWS_PER_GROUP))?;
+            // One activation row takes the fused dequantize-and-dot entry.
+            let entry = if rows == 1 { "vec" } else { "main" };
             self.run(
                 Kernel::Matmul(ty),
-                "main",
+                entry,
                 [sx, so, sx],
                 Some(pc.pool),
                 0,

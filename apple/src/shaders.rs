@@ -5,7 +5,7 @@
 //! `quant.wgsl` for kernels that read weights, and the op's own file. Two markers in the op
 //! files are filled in: `SG_ARGS` (the subgroup builtins in the entry point's parameters) and
 //! `SG_INIT` (handing them to the reduction helpers); weight kernels get the block format's
-//! `deq_<fmt>` function renamed to `deq_unit`.
+//! `deq_<fmt>` and `dot_<fmt>` functions renamed to `deq_unit` and `dot_unit`.
 
 use glimmer_core::quant::GgmlType;
 
@@ -87,7 +87,12 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
     let body = body.to_string();
     if let Some(t) = weights {
         let f = deq_fn(t)?;
-        s.push_str(&QUANT.replace(&format!("fn {f}("), "fn deq_unit("));
+        let dot = f.replacen("deq_", "dot_", 1);
+        s.push_str(
+            &QUANT
+                .replace(&format!("fn {f}("), "fn deq_unit(")
+                .replace(&format!("fn {dot}("), "fn dot_unit("),
+        );
     }
     let (args, init) = if subgroups {
         (
