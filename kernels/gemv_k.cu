@@ -180,7 +180,8 @@ extern "C" __global__ void gemv_q6_k_r1(const u8* w, u64 rb, int n_out, int cols
     gemv_k1<T_Q6_K, 210>(w, rb, n_out, cols, aq, ads, out, wpr);
 }
 
-// Several output rows per warp (wide matrices): lane l takes chunk l & 7 of super-blocks
+// Several output rows per warp (wide matrices; instantiated with RW = 2: 4 was slower on the
+// H200): lane l takes chunk l & 7 of super-blocks
 // l >> 3, l >> 3 + 4, ... of RW consecutive rows, loading each chunk's activations once for
 // all RW rows (the activation reads, from L1/L2, otherwise outnumber the weight bytes two to
 // one) and keeping RW 16-byte weight loads in flight. blockIdx.y is the activation row.
@@ -217,16 +218,6 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
         const float v = warp_sum(acc[r]);
         if (lane == 0 && row0 + r < n_out) out[ar * n_out + row0 + r] = v;
     }
-}
-
-extern "C" __global__ void gemv_q4_k_rw4(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
-                                         const float2* ads, float* out) {
-    gemv_k_rows<T_Q4_K, 144, 4>(w, rb, n_out, cols, aq, ads, out);
-}
-
-extern "C" __global__ void gemv_q6_k_rw4(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
-                                         const float2* ads, float* out) {
-    gemv_k_rows<T_Q6_K, 210, 4>(w, rb, n_out, cols, aq, ads, out);
 }
 
 extern "C" __global__ void gemv_q4_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,

@@ -127,8 +127,9 @@ pub struct CudaBackend {
     pub(crate) qx: Option<(u64, usize, usize)>,
     /// Output rows one warp of the one-row Q4_K / Q6_K GEMV takes on matrices of at least
     /// [`WIDE_ROWS`](crate::ops::WIDE_ROWS) rows: 0 (the default) picks per matrix
-    /// (`auto_rows_per_warp`), 4 or 2 force the several-rows kernel, 1 the
-    /// one-row-per-warp-team kernel. Public so benchmarks can compare them.
+    /// (`auto_rows_per_warp`), 2 forces the two-rows kernel, 1 the one-row-per-warp-team
+    /// kernel (other values act as 1; four rows a warp was slower on the H200 and is gone).
+    /// Public so benchmarks can compare them.
     pub gemv_rows_per_warp: usize,
     /// Warps the one-row GEMV aims to launch when it splits rows over warp teams; 0 (the
     /// default) picks by width (`auto_team_target`). Public so benchmarks can compare.

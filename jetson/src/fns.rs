@@ -33,8 +33,8 @@ pub(crate) struct Fns {
     pub quantize_q8_1: CudaFunction,
     /// `(one row, eight rows)` per entry of [`GEMV_TYPES`].
     pub gemv: [(CudaFunction, CudaFunction); 7],
-    /// Several-rows-per-warp one-row GEMVs of Q4_K and Q6_K: `(2 rows, 4 rows)` a warp.
-    pub gemv_rows: [(CudaFunction, CudaFunction); 2],
+    /// Two-rows-per-warp one-row GEMVs of Q4_K and Q6_K.
+    pub gemv_rows: [CudaFunction; 2],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -65,10 +65,7 @@ impl Fns {
         Ok(Fns {
             quantize_q8_1: f("quantize_q8_1")?,
             gemv,
-            gemv_rows: [
-                (f("gemv_q4_k_rw2")?, f("gemv_q4_k_rw4")?),
-                (f("gemv_q6_k_rw2")?, f("gemv_q6_k_rw4")?),
-            ],
+            gemv_rows: [f("gemv_q4_k_rw2")?, f("gemv_q6_k_rw2")?],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,

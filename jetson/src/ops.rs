@@ -141,7 +141,7 @@ impl CudaBackend {
             GgmlType::Q6_K => Some(&fns.gemv_rows[1]),
             _ => None,
         };
-        if let (true, Some((f2, f4)), 2 | 4) = (rest > 0 && w.rows >= WIDE_ROWS, rows_fn, rw) {
+        if let (true, Some(f), 2) = (rest > 0 && w.rows >= WIDE_ROWS, rows_fn, rw) {
             let r0 = (full * 8) as u64;
             let a = common(
                 self.aq.ptr() + r0 * cols as u64,
@@ -149,7 +149,6 @@ impl CudaBackend {
                 out + r0 * w.rows as u64 * 4,
                 1,
             )?;
-            let f = if rw == 4 { f4 } else { f2 };
             let gx = w.rows.div_ceil(GEMV_WARPS * rw) as u32;
             return self.gpu.launch(
                 raw(f),

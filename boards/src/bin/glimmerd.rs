@@ -63,9 +63,9 @@ struct Args {
     /// Most tokens per prefill step.
     #[arg(long, default_value_t = 64)]
     chunk: usize,
-    /// Engine worker threads.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
+    /// Engine worker threads, the engine's own included [default: available cores].
+    #[arg(long)]
+    threads: Option<usize>,
     /// System prompt for sessions that give none [default: the model template's].
     #[arg(long)]
     system: Option<String>,
@@ -136,7 +136,10 @@ fn main() -> ExitCode {
     cfg.sessions = a.sessions;
     cfg.ctx = a.ctx;
     cfg.chunk = a.chunk;
-    cfg.threads = a.threads;
+    cfg.threads = a
+        .threads
+        .unwrap_or_else(glimmer_boards::pool::Pool::default_threads)
+        .max(1);
     cfg.default_system = a.system;
     cfg.limits = ServeLimits {
         max_conns_per_uid: a.max_conns_per_uid,
