@@ -81,24 +81,21 @@ pub(super) fn matmul_many(
         return Err(CpuError::BadRegion);
     }
     // Every range inside the arena and pairwise disjoint: what makes the parts below sound.
-    let all = || {
-        core::iter::once(x)
-            .chain(parts.iter().map(|p| p.out))
-            .map(range)
-    };
-    for (i, a) in all().enumerate() {
-        let a = a.ok_or(CpuError::BadRegion)?;
-        if a.start > a.end || a.end > arena.len() {
-            return Err(CpuError::BadRegion);
-        }
-        if all()
-            .take(i)
-            .flatten()
-            .any(|b| a.start < b.end && b.start < a.end)
+    // `ranges[0]` is `x`, `ranges[1 + i]` part `i`'s output.
+    let mut ranges: [Range<usize>; MAX_PARTS + 1] = Default::default();
+    let bufs = core::iter::once(x).chain(parts.iter().map(|p| p.out));
+    for (i, b) in bufs.enumerate() {
+        let a = range(b).ok_or(CpuError::BadRegion)?;
+        if a.end > arena.len()
+            || ranges[..i]
+                .iter()
+                .any(|r| a.start < r.end && r.start < a.end)
         {
             return Err(CpuError::BadRegion);
         }
+        ranges[i] = a;
     }
+    let outs = &ranges[1..=parts.len()];
     let mut wrbs = [0usize; MAX_PARTS];
     for (r, p) in wrbs.iter_mut().zip(parts) {
         *r = check_weight(p.w, rows, x.len, p.out.len)?;
@@ -110,33 +107,29 @@ pub(super) fn matmul_many(
     let arena = Shared::new(arena);
     // SAFETY: `x` lies inside the arena and overlaps no output range (checked above), and the
     // only other parts taken while it lives are those output ranges.
-    let xs: &[f32] = unsafe { arena.part(x.off..x.off + x.len) }.ok_or(CpuError::BadRegion)?;
+    let xs: &[f32] = unsafe { arena.part(ranges[0].clone()) }.ok_or(CpuError::BadRegion)?;
     if parts.iter().any(|p| quant::vec_dot_type(p.w.ty) != act_ty) {
-        for p in parts {
+        for (p, o) in parts.iter().zip(outs) {
             // SAFETY: the output ranges are disjoint from `x` and from each other, and each
             // lives only for its own call.
-            let os = unsafe { arena.part(p.out.off..p.out.off + p.out.len) }
-                .ok_or(CpuError::BadRegion)?;
+            let os = unsafe { arena.part(o.clone()) }.ok_or(CpuError::BadRegion)?;
             matmul(k, par, p.w, xs, rows, scratch, os)?;
         }
-        if let (Some(act), [g, u]) = (act, parts) {
+        if let (Some(act), [g, u]) = (act, outs) {
             // SAFETY: gate's and up's ranges are disjoint (checked above).
-            let gs = unsafe { arena.part(g.out.off..g.out.off + g.out.len) }
-                .ok_or(CpuError::BadRegion)?;
+            let gs = unsafe { arena.part(g.clone()) }.ok_or(CpuError::BadRegion)?;
             // SAFETY: as above.
-            let us = unsafe { arena.part(u.out.off..u.out.off + u.out.len) }
-                .ok_or(CpuError::BadRegion)?;
+            let us = unsafe { arena.part(u.clone()) }.ok_or(CpuError::BadRegion)?;
             apply_act(k, act, gs, us);
         }
         return Ok(());
     }
     let acts = quantize(k, par, act_ty, first.w.cols, xs, rows, scratch)?;
     let mut jobs: [Option<Job<'_, '_, '_>>; MAX_PARTS] = [None, None, None, None];
-    for ((j, p), &wrb) in jobs.iter_mut().zip(parts).zip(&wrbs) {
+    for (((j, p), &wrb), o) in jobs.iter_mut().zip(parts).zip(&wrbs).zip(outs) {
         // SAFETY: the output ranges are inside the arena, pairwise disjoint and disjoint from
         // `x` (checked above), and each is taken once.
-        let os =
-            unsafe { arena.part(p.out.off..p.out.off + p.out.len) }.ok_or(CpuError::BadRegion)?;
+        let os = unsafe { arena.part(o.clone()) }.ok_or(CpuError::BadRegion)?;
         *j = Some(Job {
             w: p.w,
             wrb,
