@@ -485,6 +485,17 @@ impl Session {
         let Some(call) = turn.calls.iter_mut().find(|c| c.call_id == call_id) else {
             return;
         };
+        // A result goes into the prompt as text, which is tokenized with control tokens
+        // recognised: like a message, it must not carry their text (it could close the tool
+        // turn and forge another role's). Such a result reaches the model, and the client, as
+        // a typed failure instead.
+        let reply = match control_text(&cx.engine.loaded().tokenizer, &reply.content) {
+            Some(t) => ToolReply::failed(&ToolFailure::new(
+                ErrorCode::PermissionDenied,
+                format!("the tool result contains the control token {t:?}"),
+            )),
+            None => reply,
+        };
         let event = EventKind::ToolResult {
             call_id,
             ok: reply.ok,
