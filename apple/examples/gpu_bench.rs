@@ -3,10 +3,12 @@
 //! ```text
 //! cargo run --release -p glimmer-apple --example gpu_bench -- MODEL.gguf \
 //!     [--tokens 128] [--prompt 64] [--ctx 2048] [--bandwidth-gbs 4800] [--kv f16|f32] [--no-subgroups]
-//!     [--profile]
+//!     [--profile] [--gpu-times]
 //! ```
 //! With `--profile`, a further 8 decode steps run with a wait after every backend op, and
-//! the time per op (GPU work plus the submit) is printed as a table.
+//! the time per op (GPU work plus the submit) is printed as a table. With `--gpu-times`
+//! (where the adapter has `TIMESTAMP_QUERY`), a further 4 decode steps run with GPU
+//! timestamps around every dispatch, and the GPU time per kernel is printed, heaviest first.
 //! Prints the adapter, prefill and decode tokens/s, the bytes one decode token reads (weights
 //! of every matmul, one embedding row, the KV cache at the mean position) and, given the
 //! memory bandwidth in GB/s, the bound it implies and the fraction of it reached. Decoding
@@ -33,6 +35,7 @@ struct Args {
     kv: GpuKvType,
     subgroups: bool,
     profile: bool,
+    gpu_times: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -46,6 +49,7 @@ fn parse() -> Result<Args, String> {
         kv: GpuKvType::F16,
         subgroups: true,
         profile: false,
+        gpu_times: false,
     };
     let num = |v: Option<String>| -> Result<f64, String> {
         v.ok_or("missing value")?
@@ -56,6 +60,7 @@ fn parse() -> Result<Args, String> {
         match s.as_str() {
             "--tokens" => a.tokens = num(it.next())? as usize,
             "--profile" => a.profile = true,
+            "--gpu-times" => a.gpu_times = true,
             "--prompt" => a.prompt = num(it.next())? as usize,
             "--ctx" => a.ctx = num(it.next())? as usize,
             "--bandwidth-gbs" => a.bandwidth = Some(num(it.next())?),
@@ -74,7 +79,7 @@ fn parse() -> Result<Args, String> {
     if a.model.as_os_str().is_empty() {
         return Err(
             "usage: gpu_bench MODEL.gguf [--tokens N] [--prompt N] [--ctx N] \
-                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups] [--profile]"
+                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups] [--profile] [--gpu-times]"
                 .into(),
         );
     }
@@ -165,6 +170,57 @@ fn run(a: Args) -> Result<(), String> {
     }
     let decode = t.elapsed().as_secs_f64();
     let tps = a.tokens as f64 / decode;
+
+    if a.gpu_times && !b.gpu_timing_supported() {
+        println!("--gpu-times: the adapter has no TIMESTAMP_QUERY; skipped");
+    } else if a.gpu_times {
+        let steps = 4;
+        b.start_gpu_timing(200_000).map_err(|e| e.to_string())?;
+        let mut wall = 0.0;
+        let mut times = Vec::new();
+        // One step per read-back: a query set holds at most 2048 dispatches.
+        for _ in 0..steps {
+            let t = Instant::now();
+            m.forward(&mut b, &next, pos, LogitRows::Last)
+                .map_err(|e| format!("{e:?}"))?;
+            b.argmax(logits, nv, &mut next).map_err(|e| e.to_string())?;
+            wall += t.elapsed().as_secs_f64() / steps as f64;
+            pos += 1;
+            times.extend(b.take_gpu_times().map_err(|e| e.to_string())?);
+        }
+        b.stop_gpu_timing();
+        let mut by: Vec<(String, f64, usize)> = Vec::new();
+        for (k, dt) in times {
+            match by.iter_mut().find(|e| e.0 == k) {
+                Some(e) => {
+                    e.1 += dt;
+                    e.2 += 1;
+                }
+                None => by.push((k, dt, 1)),
+            }
+        }
+        by.sort_by(|x, y| y.1.total_cmp(&x.1));
+        let gpu: f64 = by.iter().map(|e| e.1).sum::<f64>() / steps as f64;
+        println!(
+            "GPU time per decode step, {steps} steps: {:.2} ms in kernels of {:.2} ms wall",
+            gpu * 1e3,
+            wall * 1e3
+        );
+        println!(
+            "{:<28} {:>10} {:>12} {:>10} {:>7}",
+            "kernel/entry", "calls/step", "µs/call", "ms/step", "share"
+        );
+        for (k, t, n) in &by {
+            println!(
+                "{:<28} {:>10.1} {:>12.1} {:>10.3} {:>6.1}%",
+                k,
+                *n as f64 / steps as f64,
+                t / *n as f64 * 1e6,
+                t / steps as f64 * 1e3,
+                100.0 * t / steps as f64 / gpu.max(1e-12)
+            );
+        }
+    }
 
     if a.profile {
         let mut times = glimmer_boards::profile::OpTimes::default();

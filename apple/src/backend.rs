@@ -54,6 +54,8 @@ pub struct GpuBackend {
     groups: HashMap<GroupKey, wgpu::BindGroup>,
     mapped: Arc<AtomicU8>,
     placeholder: wgpu::Buffer,
+    /// Per-dispatch GPU timestamps, while a profile runs.
+    pub(crate) timing: Option<crate::timing::Timing>,
 }
 
 impl GpuBackend {
@@ -162,6 +164,7 @@ impl GpuBackend {
             groups: HashMap::new(),
             mapped: Arc::new(AtomicU8::new(0)),
             placeholder,
+            timing: None,
         })
     }
 
@@ -294,9 +297,10 @@ impl GpuBackend {
                     label: Some("step"),
                 })
         });
+        let timestamp_writes = self.timing.as_mut().and_then(|t| t.next(kernel, entry));
         let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: None,
-            timestamp_writes: None,
+            timestamp_writes,
         });
         pass.set_pipeline(pipe);
         pass.set_bind_group(0, group, &[offset]);

@@ -23,6 +23,8 @@ pub struct GpuContext {
     pub(crate) limits: wgpu::Limits,
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) subgroups: bool,
+    /// Whether dispatches can be timed (`TIMESTAMP_QUERY` was granted).
+    pub(crate) timestamps: bool,
 }
 
 impl GpuContext {
@@ -49,11 +51,16 @@ impl GpuContext {
             && sg == info.subgroup_max_size
             && (4..=64).contains(&sg)
             && 64 % sg == 0;
-        let features = if subgroups {
+        let mut features = if subgroups {
             wgpu::Features::SUBGROUP
         } else {
             wgpu::Features::empty()
         };
+        // Only for profiles (`GpuBackend::start_gpu_timing`); nothing else depends on it.
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        if timestamps {
+            features |= wgpu::Features::TIMESTAMP_QUERY;
+        }
         let ddesc = wgpu::DeviceDescriptor {
             label: Some("glimmer"),
             required_features: features,
@@ -68,6 +75,7 @@ impl GpuContext {
             limits,
             info,
             subgroups,
+            timestamps,
         })
     }
 

@@ -31,6 +31,8 @@ pub enum GpuError {
     BadShape,
     /// Reading results back failed (mapping or device loss).
     Readback,
+    /// The device cannot time dispatches (no `TIMESTAMP_QUERY`), or timing was not started.
+    NoTimestamps,
 }
 
 impl GpuError {
@@ -47,6 +49,7 @@ impl GpuError {
             Self::HeadTooWide => "head_too_wide",
             Self::BadShape => "bad_shape",
             Self::Readback => "readback",
+            Self::NoTimestamps => "no_timestamps",
         }
     }
 }
@@ -64,6 +67,7 @@ impl fmt::Display for GpuError {
             Self::HeadTooWide => f.write_str("attention heads too wide or not divisible"),
             Self::BadShape => f.write_str("shape does not fit the GPU kernels"),
             Self::Readback => f.write_str("reading GPU results back failed"),
+            Self::NoTimestamps => f.write_str("GPU timestamps are not available or not started"),
         }
     }
 }

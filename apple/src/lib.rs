@@ -29,6 +29,7 @@ mod kv;
 mod ops;
 mod recorder;
 mod shaders;
+mod timing;
 mod weights;
 
 pub use backend::GpuBackend;
