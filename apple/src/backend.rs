@@ -290,21 +290,26 @@ impl GpuBackend {
         };
         let pipe = &self.pipes[&(kernel, entry)];
         let group = &self.groups[&key];
-        let enc = self.rec.encoder.get_or_insert_with(|| {
-            self.ctx
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("step"),
-                })
-        });
-        let timestamp_writes = self.timing.as_mut().and_then(|t| t.next(kernel, entry));
-        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: None,
-            timestamp_writes,
-        });
-        pass.set_pipeline(pipe);
-        pass.set_bind_group(0, group, &[offset]);
-        pass.dispatch_workgroups(x, y, z);
+        // A timed dispatch gets a compute pass of its own, bracketed by its timestamps; the
+        // others share the step's one pass (fewer pass boundaries between kernels).
+        match self.timing.as_mut().and_then(|t| t.next(kernel, entry)) {
+            Some(tw) => {
+                let enc = self.rec.encoder(&self.ctx);
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: Some(tw),
+                });
+                pass.set_pipeline(pipe);
+                pass.set_bind_group(0, group, &[offset]);
+                pass.dispatch_workgroups(x, y, z);
+            }
+            None => {
+                let pass = self.rec.pass(&self.ctx);
+                pass.set_pipeline(pipe);
+                pass.set_bind_group(0, group, &[offset]);
+                pass.dispatch_workgroups(x, y, z);
+            }
+        }
         Ok(())
     }
 

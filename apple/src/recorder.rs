@@ -1,5 +1,6 @@
 //! Recording a step: per-dispatch parameters, host data (tokens, positions), one command
-//! encoder, and the submit that `read` triggers.
+//! encoder with one compute pass for the step's dispatches, and the submit that `read`
+//! triggers.
 //!
 //! Each dispatch gets a 256-byte slot of one uniform buffer, bound with a dynamic offset;
 //! tokens and positions go to a small storage buffer. Both are written with
@@ -24,6 +25,9 @@ pub(crate) struct Recorder {
     pub(crate) host_buf: wgpu::Buffer,
     host_used: usize,
     pub(crate) encoder: Option<wgpu::CommandEncoder>,
+    /// The compute pass the step's dispatches go into, open on `encoder` (ended before any
+    /// other command is recorded on it, and before the submit).
+    pass: Option<wgpu::ComputePass<'static>>,
 }
 
 impl Recorder {
@@ -50,6 +54,7 @@ impl Recorder {
             host_buf,
             host_used: 0,
             encoder: None,
+            pass: None,
         }
     }
 
@@ -80,8 +85,10 @@ impl Recorder {
         at as u32
     }
 
-    /// The step's encoder (started on first use).
+    /// The step's encoder (started on first use), with the shared compute pass ended first
+    /// so that other commands can be recorded.
     pub fn encoder(&mut self, ctx: &GpuContext) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
         self.encoder.get_or_insert_with(|| {
             ctx.device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -90,8 +97,28 @@ impl Recorder {
         })
     }
 
+    /// The step's shared compute pass (begun on first use). wgpu still orders the
+    /// dispatches inside it (a barrier where one reads what an earlier one wrote).
+    pub fn pass(&mut self, ctx: &GpuContext) -> &mut wgpu::ComputePass<'static> {
+        let enc = &mut self.encoder;
+        self.pass.get_or_insert_with(|| {
+            enc.get_or_insert_with(|| {
+                ctx.device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("step"),
+                    })
+            })
+            .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes: None,
+            })
+            .forget_lifetime()
+        })
+    }
+
     /// Writes parameters and host data, and submits what was recorded.
     pub fn flush(&mut self, ctx: &GpuContext) {
+        self.pass = None;
         if self.used > 0 {
             ctx.queue
                 .write_buffer(&self.params_buf, 0, &self.params[..self.used * self.stride]);

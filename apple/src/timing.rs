@@ -97,13 +97,7 @@ impl GpuBackend {
         }
         let bytes = 16 * u64::from(n);
         {
-            let enc = self.rec.encoder.get_or_insert_with(|| {
-                self.ctx
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("step"),
-                    })
-            });
+            let enc = self.rec.encoder(&self.ctx);
             enc.resolve_query_set(&t.set, 0..2 * n, &t.resolve, 0);
             enc.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, bytes);
         }
