@@ -52,7 +52,6 @@ pub struct GpuBackend {
     modules: HashMap<Kernel, wgpu::ShaderModule>,
     pipes: HashMap<(Kernel, &'static str), wgpu::ComputePipeline>,
     groups: HashMap<GroupKey, wgpu::BindGroup>,
-    mapped: Arc<AtomicU8>,
     placeholder: wgpu::Buffer,
     /// Per-dispatch GPU timestamps, while a profile runs.
     pub(crate) timing: Option<crate::timing::Timing>,
@@ -162,7 +161,6 @@ impl GpuBackend {
             modules: HashMap::new(),
             pipes: HashMap::new(),
             groups: HashMap::new(),
-            mapped: Arc::new(AtomicU8::new(0)),
             placeholder,
             timing: None,
         })
@@ -237,25 +235,7 @@ impl GpuBackend {
         if bytes == 0 {
             return Ok(());
         }
-        let slice = self.staging.slice(..bytes);
-        self.mapped.store(0, Ordering::SeqCst);
-        let flag = Arc::clone(&self.mapped);
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
-        });
-        self.ctx
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|_| GpuError::Readback)?;
-        if self.mapped.load(Ordering::SeqCst) != 1 {
-            return Err(GpuError::Readback);
-        }
-        {
-            let view = slice.get_mapped_range().map_err(|_| GpuError::Readback)?;
-            dst.copy_from_slice(&view[..]);
-        }
-        self.staging.unmap();
-        Ok(())
+        read_mapped(&self.ctx, &self.staging, dst)
     }
 
     /// Records one dispatch of `n` workgroups (spread over x and y) times `z`.
@@ -413,4 +393,31 @@ fn bind_group_layout(device: &wgpu::Device) -> wgpu::BindGroupLayout {
         label: Some("glimmer"),
         entries: &entries,
     })
+}
+
+/// Maps the first `dst.len()` bytes of `buf` (a `MAP_READ` buffer the queue has been told to
+/// fill), waits for the device, copies them into `dst` and unmaps.
+pub(crate) fn read_mapped(
+    ctx: &GpuContext,
+    buf: &wgpu::Buffer,
+    dst: &mut [u8],
+) -> Result<(), GpuError> {
+    let slice = buf.slice(..dst.len() as u64);
+    let flag = Arc::new(AtomicU8::new(0));
+    let f = Arc::clone(&flag);
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        f.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
+    });
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|_| GpuError::Readback)?;
+    if flag.load(Ordering::SeqCst) != 1 {
+        return Err(GpuError::Readback);
+    }
+    {
+        let view = slice.get_mapped_range().map_err(|_| GpuError::Readback)?;
+        dst.copy_from_slice(&view[..]);
+    }
+    buf.unmap();
+    Ok(())
 }

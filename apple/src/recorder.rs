@@ -89,12 +89,7 @@ impl Recorder {
     /// so that other commands can be recorded.
     pub fn encoder(&mut self, ctx: &GpuContext) -> &mut wgpu::CommandEncoder {
         self.pass = None;
-        self.encoder.get_or_insert_with(|| {
-            ctx.device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some("step"),
-                })
-        })
+        self.encoder.get_or_insert_with(|| new_encoder(ctx))
     }
 
     /// The step's shared compute pass (begun on first use). wgpu still orders the
@@ -102,17 +97,12 @@ impl Recorder {
     pub fn pass(&mut self, ctx: &GpuContext) -> &mut wgpu::ComputePass<'static> {
         let enc = &mut self.encoder;
         self.pass.get_or_insert_with(|| {
-            enc.get_or_insert_with(|| {
-                ctx.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("step"),
-                    })
-            })
-            .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: None,
-                timestamp_writes: None,
-            })
-            .forget_lifetime()
+            enc.get_or_insert_with(|| new_encoder(ctx))
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes: None,
+                })
+                .forget_lifetime()
         })
     }
 
@@ -136,4 +126,12 @@ impl Recorder {
         self.used = 0;
         self.host_used = 0;
     }
+}
+
+/// A step's command encoder.
+fn new_encoder(ctx: &GpuContext) -> wgpu::CommandEncoder {
+    ctx.device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("step"),
+        })
 }

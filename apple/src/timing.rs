@@ -5,9 +5,6 @@
 //! dispatches get a pair of query slots each and their kernel's name; `GpuBackend::take_gpu_times`
 //! resolves the pairs, reads them back and converts them to seconds.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
-
 use crate::shaders::Kernel;
 use crate::{GpuBackend, GpuError};
 
@@ -102,24 +99,8 @@ impl GpuBackend {
             enc.copy_buffer_to_buffer(&t.resolve, 0, &t.read, 0, bytes);
         }
         self.rec.flush(&self.ctx);
-        let slice = t.read.slice(..bytes);
-        let flag = Arc::new(AtomicU8::new(0));
-        let f = Arc::clone(&flag);
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            f.store(if r.is_ok() { 1 } else { 2 }, Ordering::SeqCst);
-        });
-        self.ctx
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|_| GpuError::Readback)?;
-        if flag.load(Ordering::SeqCst) != 1 {
-            return Err(GpuError::Readback);
-        }
-        let ticks: Vec<u64> = {
-            let view = slice.get_mapped_range().map_err(|_| GpuError::Readback)?;
-            bytemuck::cast_slice::<u8, u64>(&view[..]).to_vec()
-        };
-        t.read.unmap();
+        let mut ticks = vec![0u64; 2 * n as usize];
+        crate::backend::read_mapped(&self.ctx, &t.read, bytemuck::cast_slice_mut(&mut ticks))?;
         let period_s = f64::from(self.ctx.queue.get_timestamp_period()) * 1e-9;
         let out = t
             .labels

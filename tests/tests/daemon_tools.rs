@@ -232,17 +232,22 @@ fn client_tool_owner_disconnecting_mid_call_fails_the_call_only() {
     d.shutdown().unwrap();
 }
 
-#[test]
-fn client_registered_tool_answers_through_the_socket() {
-    let Some(model) = model() else { return };
-    let d = start(config(model));
-    let mut c: Client = client(&d);
+/// Registers the client tool `lookup` (one string argument, `word`) on `c`.
+fn register_lookup(c: &mut Client) {
     c.register_tool(&ToolDesc {
         name: "lookup".into(),
         description: "Look up a word in the dictionary.".into(),
         schema_json: r#"{"type":"object","properties":{"word":{"type":"string"}}}"#.into(),
     })
     .unwrap();
+}
+
+#[test]
+fn client_registered_tool_answers_through_the_socket() {
+    let Some(model) = model() else { return };
+    let d = start(config(model));
+    let mut c: Client = client(&d);
+    register_lookup(&mut c);
     let e = c
         .register_tool(&ToolDesc {
             name: "set_fan".into(),
@@ -285,12 +290,7 @@ fn client_tool_result_with_control_token_becomes_a_failure() {
     let Some(model) = model() else { return };
     let d = start(config(model));
     let mut c: Client = client(&d);
-    c.register_tool(&ToolDesc {
-        name: "lookup".into(),
-        description: "Look up a word in the dictionary.".into(),
-        schema_json: r#"{"type":"object","properties":{"word":{"type":"string"}}}"#.into(),
-    })
-    .unwrap();
+    register_lookup(&mut c);
     let s = c
         .open_session(&constrained_opts(24, Some(&["lookup"])))
         .unwrap();
