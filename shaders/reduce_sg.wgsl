@@ -77,21 +77,27 @@ fn wg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
     return t;
 }
 
-// Sums over aligned runs of 16 invocations (one matmul row each): a butterfly of subgroup
-// shuffles within runs of min(16, subgroup size), then the run totals through workgroup
-// memory when subgroups are narrower than 16.
-fn seg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
+// Sums over aligned runs of `n` invocations (a power of two up to 64; one matmul row or row
+// group each), every invocation of a run getting its run's total: a butterfly of subgroup
+// shuffles within runs of min(n, subgroup size), then the run totals through workgroup
+// memory when subgroups are narrower than `n`. `n` must be the same for the whole workgroup.
+fn seg_sum4_n(v: vec4<f32>, lid: u32, n: u32) -> vec4<f32> {
     var t = v;
-    let w = min(16u, sg_size);
+    let w = min(n, sg_size);
     for (var m = 1u; m < w; m = m << 1u) {
         t = t + subgroupShuffleXor(t, m);
     }
     red4[lid] = t;
     workgroupBarrier();
     var s = vec4<f32>(0.0);
-    for (var k = 0u; k < 16u; k = k + w) {
-        s = s + red4[(lid & ~15u) + k];
+    for (var k = 0u; k < n; k = k + w) {
+        s = s + red4[(lid & ~(n - 1u)) + k];
     }
     workgroupBarrier();
     return s;
+}
+
+// Sums over aligned runs of 16 invocations (one matmul row each).
+fn seg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
+    return seg_sum4_n(v, lid, 16u);
 }

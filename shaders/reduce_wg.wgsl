@@ -70,18 +70,24 @@ fn wg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
     return r;
 }
 
-// Sums over aligned runs of 16 invocations (one matmul row each); every invocation of a run
-// gets its run's total.
-fn seg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
+// Sums over aligned runs of `n` invocations (a power of two up to 64; one matmul row or row
+// group each); every invocation of a run gets its run's total. `n` must be the same for the
+// whole workgroup.
+fn seg_sum4_n(v: vec4<f32>, lid: u32, n: u32) -> vec4<f32> {
     red4[lid] = v;
     workgroupBarrier();
-    for (var s = 8u; s > 0u; s = s >> 1u) {
-        if ((lid & 15u) < s) {
+    for (var s = n >> 1u; s > 0u; s = s >> 1u) {
+        if ((lid & (n - 1u)) < s) {
             red4[lid] = red4[lid] + red4[lid + s];
         }
         workgroupBarrier();
     }
-    let r = red4[lid & ~15u];
+    let r = red4[lid & ~(n - 1u)];
     workgroupBarrier();
     return r;
+}
+
+// Sums over aligned runs of 16 invocations (one matmul row each).
+fn seg_sum4(v: vec4<f32>, lid: u32) -> vec4<f32> {
+    return seg_sum4_n(v, lid, 16u);
 }

@@ -5,7 +5,8 @@
 //! `quant.wgsl` for kernels that read weights, and the op's own file. Two markers in the op
 //! files are filled in: `SG_ARGS` (the subgroup builtins in the entry point's parameters) and
 //! `SG_INIT` (handing them to the reduction helpers); weight kernels get the block format's
-//! `deq_<fmt>` and `dot_<fmt>` functions renamed to `deq_unit` and `dot_unit`.
+//! `deq_<fmt>` and `dot_<fmt>` functions renamed to `deq_unit` and `dot_unit`. The Q4_K matmul
+//! module also gets `matvec_q4k.wgsl`, its aligned one-row entry `vec_q4k`.
 
 use glimmer_core::quant::GgmlType;
 
@@ -16,6 +17,7 @@ const REDUCE_SG: &str = include_str!("../../shaders/reduce_sg.wgsl");
 const REDUCE_WG: &str = include_str!("../../shaders/reduce_wg.wgsl");
 const QUANT: &str = include_str!("../../shaders/quant.wgsl");
 const MATMUL: &str = include_str!("../../shaders/matmul.wgsl");
+const MATVEC_Q4K: &str = include_str!("../../shaders/matvec_q4k.wgsl");
 const EMBED: &str = include_str!("../../shaders/embed.wgsl");
 const RMSNORM: &str = include_str!("../../shaders/rmsnorm.wgsl");
 const ROPE: &str = include_str!("../../shaders/rope.wgsl");
@@ -84,7 +86,6 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
     // the device's SUBGROUP feature is what allows them.
     s.push_str(COMMON);
     s.push_str(if subgroups { REDUCE_SG } else { REDUCE_WG });
-    let body = body.to_string();
     if let Some(t) = weights {
         let f = deq_fn(t)?;
         let dot = f.replacen("deq_", "dot_", 1);
@@ -102,6 +103,10 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
     } else {
         ("", "")
     };
+    let mut body = body.to_string();
+    if kernel == Kernel::Matmul(GgmlType::Q4_K) {
+        body.push_str(MATVEC_Q4K);
+    }
     s.push_str(&body.replace("SG_ARGS", args).replace("SG_INIT", init));
     Ok(s)
 }
