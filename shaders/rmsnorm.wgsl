@@ -62,3 +62,65 @@ fn main(
         a1[oo + i] = y;
     }
 }
+
+// The same for rows of a multiple of 4 values starting at multiples of 4 (x, out and the
+// weight), as 16-byte words: each step of the loops takes four independent words an
+// invocation (1024 values a workgroup), so a 6656-wide decode row is 7 steps a pass, not 26.
+@group(0) @binding(2) var<storage, read_write> x4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> o4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> w4: array<vec4<f32>>;
+
+fn rms_w4(i: u32) -> vec4<f32> {
+    if (p.has_w != 0u) {
+        return w4[(p.w_base >> 4u) + i];
+    }
+    return vec4<f32>(1.0);
+}
+
+@compute @workgroup_size(64)
+fn main4(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
+) {
+    SG_INIT
+    let r = flat_wg(wid, nwg);
+    if (r >= p.rows) {
+        return;
+    }
+    let n4 = p.dim / 4u;
+    let xo = (p.x_off + r * p.dim) / 4u;
+    let oo = (p.out_off + r * p.dim) / 4u;
+    var ss = vec4<f32>(0.0);
+    for (var i = lid; i < n4; i = i + 256u) {
+        let a = x4[xo + i];
+        let b = x4[xo + min(i + 64u, n4 - 1u)];
+        let c = x4[xo + min(i + 128u, n4 - 1u)];
+        let d = x4[xo + min(i + 192u, n4 - 1u)];
+        ss = ss + a * a;
+        ss = ss + select(vec4<f32>(0.0), b * b, i + 64u < n4);
+        ss = ss + select(vec4<f32>(0.0), c * c, i + 128u < n4);
+        ss = ss + select(vec4<f32>(0.0), d * d, i + 192u < n4);
+    }
+    let total = wg_sum((ss.x + ss.y) + (ss.z + ss.w), lid);
+    let scale = 1.0 / sqrt(total / f32(p.dim) + p.eps);
+    for (var i = lid; i < n4; i = i + 256u) {
+        let ib = min(i + 64u, n4 - 1u);
+        let ic = min(i + 128u, n4 - 1u);
+        let id = min(i + 192u, n4 - 1u);
+        let a = x4[xo + i] * scale * rms_w4(i);
+        let b = x4[xo + ib] * scale * rms_w4(ib);
+        let c = x4[xo + ic] * scale * rms_w4(ic);
+        let d = x4[xo + id] * scale * rms_w4(id);
+        o4[oo + i] = a;
+        if (i + 64u < n4) {
+            o4[oo + ib] = b;
+        }
+        if (i + 128u < n4) {
+            o4[oo + ic] = c;
+        }
+        if (i + 192u < n4) {
+            o4[oo + id] = d;
+        }
+    }
+}

@@ -156,7 +156,11 @@ impl Backend for GpuBackend {
             u32::from(pool.is_some()),
             eps.to_bits(),
         ];
-        self.run(Kernel::RmsNorm, "main", [sx, so, sx], pool, 0, &p, rows, 1)
+        // Rows of whole 16-byte words take the entry that loads four of them at a time (the
+        // weight sits at a 256-byte piece offset).
+        let words = dim % 4 == 0 && ox % 4 == 0 && oo % 4 == 0 && base % 16 == 0;
+        let entry = if words { "main4" } else { "main" };
+        self.run(Kernel::RmsNorm, entry, [sx, so, sx], pool, 0, &p, rows, 1)
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), GpuError> {
