@@ -111,9 +111,12 @@ fn deq_q5_k(rb: u32, u: u32) {
 // Q6_K, 210 bytes per 256: 128 bytes low nibbles, 64 bytes of top bit pairs, 16 i8 scales
 // (one per 16 elements), f16 d. Unit j covers elements 32j..32j+32: half h = j / 4,
 // quarter c = j % 4 takes nibble (c / 2) of ql[64h + 32(c % 2) + l] and bits 2c..2c+1 of
-// qh[32h + l]; y = (d * scale) * (q - 32).
+// qh[32h + l]; y = (d * scale) * (q - 32). On the GPU each block is followed by 14 bytes of
+// padding (`Q6K_BLOCK` bytes apart; see apple/src/weights.rs), so blocks start 16-byte aligned.
+const Q6K_BLOCK: u32 = 224u;
+
 fn deq_q6_k(rb: u32, u: u32) {
-    let base = rb + (u / 8u) * 210u;
+    let base = rb + (u / 8u) * Q6K_BLOCK;
     let j = u % 8u;
     let h = j / 4u;
     let c = j % 4u;
@@ -275,7 +278,7 @@ fn dot_q5_k(rb: u32, u: u32, xo: u32) -> f32 {
 }
 
 fn dot_q6_k(rb: u32, u: u32, xo: u32) -> f32 {
-    let base = rb + (u / 8u) * 210u;
+    let base = rb + (u / 8u) * Q6K_BLOCK;
     let j = u % 8u;
     let h = j / 4u;
     let c = j % 4u;

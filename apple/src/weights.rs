@@ -5,6 +5,11 @@
 //! cut by rows into pieces; kernels run once per piece. Pieces start at 256-byte offsets, so
 //! f32 vectors are word aligned; rows inside a piece keep GGUF's packing (blocks only 2-byte
 //! aligned), which the shaders read with byte-addressed loads.
+//!
+//! One format is repacked: a Q6_K block (210 bytes) is followed by 14 bytes of zeros on the
+//! GPU ([`Q6K_GPU_BLOCK`] = 224), so that every block, and every row, starts 16-byte aligned
+//! and the decode matvec reads it in whole 16-byte words. That is 6.7 % more bytes for Q6_K
+//! tensors; in exchange, the Q6_K matvec reads at the same rate as Q4_K's (BENCHMARKS.md).
 
 use std::collections::HashMap;
 
@@ -12,6 +17,20 @@ use glimmer_core::model::{Tensor, Weights};
 use glimmer_core::quant::GgmlType;
 
 use crate::{GpuContext, GpuError};
+
+/// Bytes of a Q6_K block on the GPU: GGUF's 210, then zeros up to a multiple of 16.
+pub(crate) const Q6K_GPU_BLOCK: usize = 224;
+/// Bytes of a Q6_K block in GGUF.
+const Q6K_BLOCK: usize = 210;
+
+/// Bytes of a row of `cols` values of `ty` as the GPU holds it.
+fn gpu_row_bytes(ty: GgmlType, cols: usize) -> Option<usize> {
+    match ty {
+        GgmlType::Q6_K if cols.is_multiple_of(256) => Some(cols / 256 * Q6K_GPU_BLOCK),
+        GgmlType::Q6_K => None,
+        _ => ty.row_bytes(cols),
+    }
+}
 
 /// Alignment of a piece inside its pool.
 const PIECE_ALIGN: u64 = 256;
@@ -85,8 +104,13 @@ impl WeightStore {
             if !crate::shaders::supports(t.ty) {
                 return Err(GpuError::UnsupportedType(t.ty));
             }
-            let rb = t.ty.row_bytes(t.cols).ok_or(GpuError::BadShape)?;
-            if t.rows == 0 || rb == 0 || t.data.len() != rb * t.rows || !t.cols.is_multiple_of(32) {
+            let src_rb = t.ty.row_bytes(t.cols).ok_or(GpuError::BadShape)?;
+            let rb = gpu_row_bytes(t.ty, t.cols).ok_or(GpuError::BadShape)?;
+            if t.rows == 0
+                || rb == 0
+                || t.data.len() != src_rb * t.rows
+                || !t.cols.is_multiple_of(32)
+            {
                 return Err(GpuError::BadShape);
             }
             if rb as u64 > cap {
@@ -137,9 +161,15 @@ impl WeightStore {
             .collect();
         for (ti, e) in &plan {
             let t = tensors[*ti];
+            let src_rb = t.data.len() / t.rows;
             for p in &e.pieces {
-                let bytes = &t.data[p.row0 * e.row_bytes..(p.row0 + p.rows) * e.row_bytes];
-                write_padded(ctx, &bufs[p.pool - first_pool], p.base as u64, bytes);
+                let bytes = &t.data[p.row0 * src_rb..(p.row0 + p.rows) * src_rb];
+                let buf = &bufs[p.pool - first_pool];
+                if e.ty == GgmlType::Q6_K {
+                    write_padded(ctx, buf, p.base as u64, &pad_q6k(bytes));
+                } else {
+                    write_padded(ctx, buf, p.base as u64, bytes);
+                }
             }
         }
         ctx.queue.submit([]);
@@ -149,6 +179,16 @@ impl WeightStore {
         }
         Ok(())
     }
+}
+
+/// Q6_K blocks with [`Q6K_GPU_BLOCK`] - 210 zero bytes after each.
+fn pad_q6k(bytes: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(bytes.len() / Q6K_BLOCK * Q6K_GPU_BLOCK);
+    for b in bytes.chunks_exact(Q6K_BLOCK) {
+        v.extend_from_slice(b);
+        v.resize(v.len() + Q6K_GPU_BLOCK - Q6K_BLOCK, 0);
+    }
+    v
 }
 
 /// `queue.write_buffer` needs lengths in whole words: the tail is padded with zeros.

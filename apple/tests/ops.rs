@@ -359,31 +359,36 @@ fn matmul_matches_reference_every_format_and_batch() {
     }
 }
 
-/// The Q4_K one-row matvec reads activations as 16-byte words when they start at a multiple
-/// of 4 elements (`vec_q4k`) and takes the generic entry otherwise: both must agree with the
-/// exact product, at offsets inside a region and for rows and columns that leave partial
-/// workgroups and partial steps (37 rows, 17 blocks).
+/// The Q4_K and Q6_K one-row matvecs read activations as 16-byte words when they start at a
+/// multiple of 4 elements (`vec_q4k`, `vec_q6k`) and take the generic entry otherwise: both
+/// must agree with the exact product, at offsets inside a region and for rows and columns
+/// that leave partial workgroups and partial steps (37 rows, 17 blocks).
 #[test]
-fn matvec_q4k_aligned_and_unaligned_activations() {
+fn matvec_k_quants_aligned_and_unaligned_activations() {
     for (vi, ctx) in common::variants().into_iter().enumerate() {
         let mut p = Pair::new(ctx, 30 + vi as u64);
-        let (rows, cols) = (37, 17 * 256);
-        let data = weights(&mut p.rng, GgmlType::Q4_K, rows, cols);
-        let t = tensor(GgmlType::Q4_K, rows, cols, data);
-        p.gpu.upload(&[&t]).unwrap();
-        for shift in [0usize, 4, 1, 3] {
-            let xb = Buf {
-                off: A.off + shift,
-                len: cols,
-            };
-            let x = p.fill(xb, 1.0);
-            let out = B.prefix(rows);
-            p.poison(out);
-            let (_, g) = p.both(out, |b| b.matmul(&t, xb, 1, out));
-            let (exact, mag) = exact_matmul(GgmlType::Q4_K, data, rows, cols, &x, 1);
-            check(&format!("matvec Q4_K x at +{shift}"), &exact, &g, |i, _| {
-                1e-5 * mag[i] + 1e-6
-            });
+        for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+            let (rows, cols) = (37, 17 * 256);
+            let data = weights(&mut p.rng, ty, rows, cols);
+            let t = tensor(ty, rows, cols, data);
+            p.gpu.upload(&[&t]).unwrap();
+            for shift in [0usize, 4, 1, 3] {
+                let xb = Buf {
+                    off: A.off + shift,
+                    len: cols,
+                };
+                let x = p.fill(xb, 1.0);
+                let out = B.prefix(rows);
+                p.poison(out);
+                let (_, g) = p.both(out, |b| b.matmul(&t, xb, 1, out));
+                let (exact, mag) = exact_matmul(ty, data, rows, cols, &x, 1);
+                check(
+                    &format!("matvec {ty:?} x at +{shift}"),
+                    &exact,
+                    &g,
+                    |i, _| 1e-5 * mag[i] + 1e-6,
+                );
+            }
         }
     }
 }
