@@ -158,7 +158,7 @@ impl Backend for GpuBackend {
         ];
         // Rows of whole 16-byte words take the entry that loads four of them at a time (the
         // weight sits at a 256-byte piece offset).
-        let words = dim % 4 == 0 && ox % 4 == 0 && oo % 4 == 0 && base % 16 == 0;
+        let words = dim.is_multiple_of(4) && ox % 4 == 0 && oo % 4 == 0 && base % 16 == 0;
         let entry = if words { "main4" } else { "main" };
         self.run(Kernel::RmsNorm, entry, [sx, so, sx], pool, 0, &p, rows, 1)
     }
