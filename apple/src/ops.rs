@@ -16,6 +16,8 @@ const SPLIT_MAX: usize = 256;
 const SPLIT_PREF: usize = 64;
 /// Output rows one matmul workgroup computes (`RPW` in matmul.wgsl).
 const MATMUL_ROWS_PER_GROUP: usize = 4;
+/// Values of a row one argmax workgroup scans in the two-stage argmax (`CHUNK` in argmax.wgsl).
+const ARGMAX_CHUNK: usize = 1024;
 /// Widest head the attention kernel holds (`qs` in attention.wgsl).
 const HEAD_MAX: usize = 512;
 
@@ -66,16 +68,19 @@ impl GpuBackend {
         let (s, o) = self.at(src)?;
         self.rec.begin(&self.ctx, &[]);
         let rows = u(out.len())?;
-        self.run(
-            Kernel::Argmax,
-            "main",
-            [s, s, s],
-            None,
-            0,
-            &[o, u(width)?, rows],
-            rows,
-            1,
-        )?;
+        // Wide rows go through chunks in parallel, then a merge, when the scratch holds the
+        // chunk results after the per-row answers.
+        let chunks = width.div_ceil(ARGMAX_CHUNK);
+        let scratch = out.len() + 2 * out.len() * chunks;
+        if width >= 4 * ARGMAX_CHUNK && scratch <= self.part_len {
+            let p = [o, u(width)?, rows, u(chunks)?];
+            let n = u(out.len() * chunks)?;
+            self.run(Kernel::Argmax, "chunk", [s, s, s], None, 0, &p, n, 1)?;
+            self.run(Kernel::Argmax, "merge", [s, s, s], None, 0, &p, rows, 1)?;
+        } else {
+            let p = [o, u(width)?, rows];
+            self.run(Kernel::Argmax, "main", [s, s, s], None, 0, &p, rows, 1)?;
+        }
         self.readback(Src::Part, 0, bytemuck::cast_slice_mut(out))
     }
 }

@@ -574,25 +574,34 @@ fn kv_store_and_attention_sliding_ring_wraps() {
 fn argmax_rows_lowest_index_on_ties() {
     for (vi, ctx) in common::variants().into_iter().enumerate() {
         let mut p = Pair::new(ctx, 70 + vi as u64);
-        let (rows, width) = (3, 49152);
-        let mut x = p.fill(A.prefix(rows * width), 5.0);
-        x[width + 777] = 100.0;
-        x[width + 9000] = 100.0;
-        p.gpu.write(A.prefix(rows * width), &x).unwrap();
-        let mut got = [0u32; 3];
-        p.gpu
-            .argmax(A.prefix(rows * width), width, &mut got)
-            .unwrap();
-        for r in 0..rows {
-            let row = &x[r * width..(r + 1) * width];
-            let mut best = 0;
-            for (i, &v) in row.iter().enumerate() {
-                if v > row[best] {
-                    best = i;
+        // 49452: the chunked two-stage argmax with a partial last chunk; 1000: one stage.
+        for width in [49152 + 300, 1000] {
+            let rows = 3;
+            let mut x = p.fill(A.prefix(rows * width), 5.0);
+            // Row 0: the maximum is the last value (in the partial chunk).
+            x[width - 1] = 100.0;
+            // Row 1: a tie between two chunks (777 and, when wide enough, 9000).
+            x[width + 777] = 100.0;
+            x[width + 9000.min(width - 1)] = 100.0;
+            // Row 2: a tie between two invocations of one chunk, the later index first.
+            x[2 * width + 100] = 100.0;
+            x[2 * width + 37] = 100.0;
+            p.gpu.write(A.prefix(rows * width), &x).unwrap();
+            let mut got = [0u32; 3];
+            p.gpu
+                .argmax(A.prefix(rows * width), width, &mut got)
+                .unwrap();
+            for r in 0..rows {
+                let row = &x[r * width..(r + 1) * width];
+                let mut best = 0;
+                for (i, &v) in row.iter().enumerate() {
+                    if v > row[best] {
+                        best = i;
+                    }
                 }
+                assert_eq!(got[r] as usize, best, "width {width} row {r}");
             }
-            assert_eq!(got[r] as usize, best, "row {r}");
+            assert_eq!(got, [width as u32 - 1, 777, 37], "width {width}");
         }
-        assert_eq!(got[1], 777);
     }
 }
