@@ -64,11 +64,14 @@ fn main(
 }
 
 // The same for rows of a multiple of 4 values starting at multiples of 4 (x, out and the
-// weight), as 16-byte words: each step of the loops takes four independent words an
-// invocation (1024 values a workgroup), so a 6656-wide decode row is 7 steps a pass, not 26.
+// weight), as 16-byte words, by 256 invocations: each step of the loops takes four
+// independent words an invocation (4096 values a workgroup), so a 6656-wide decode row is 2
+// steps a pass (one row is one workgroup, so a row's time is its chain of dependent loads).
+// The sum of squares is reduced through workgroup memory, with no subgroup operations.
 @group(0) @binding(2) var<storage, read_write> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> o4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> w4: array<vec4<f32>>;
+var<workgroup> rs: array<f32, 256>;
 
 fn rms_w4(i: u32) -> vec4<f32> {
     if (p.has_w != 0u) {
@@ -77,13 +80,12 @@ fn rms_w4(i: u32) -> vec4<f32> {
     return vec4<f32>(1.0);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main4(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
+    @builtin(num_workgroups) nwg: vec3<u32>
 ) {
-    SG_INIT
     let r = flat_wg(wid, nwg);
     if (r >= p.rows) {
         return;
@@ -92,34 +94,41 @@ fn main4(
     let xo = (p.x_off + r * p.dim) / 4u;
     let oo = (p.out_off + r * p.dim) / 4u;
     var ss = vec4<f32>(0.0);
-    for (var i = lid; i < n4; i = i + 256u) {
+    for (var i = lid; i < n4; i = i + 1024u) {
         let a = x4[xo + i];
-        let b = x4[xo + min(i + 64u, n4 - 1u)];
-        let c = x4[xo + min(i + 128u, n4 - 1u)];
-        let d = x4[xo + min(i + 192u, n4 - 1u)];
+        let b = x4[xo + min(i + 256u, n4 - 1u)];
+        let c = x4[xo + min(i + 512u, n4 - 1u)];
+        let d = x4[xo + min(i + 768u, n4 - 1u)];
         ss = ss + a * a;
-        ss = ss + select(vec4<f32>(0.0), b * b, i + 64u < n4);
-        ss = ss + select(vec4<f32>(0.0), c * c, i + 128u < n4);
-        ss = ss + select(vec4<f32>(0.0), d * d, i + 192u < n4);
+        ss = ss + select(vec4<f32>(0.0), b * b, i + 256u < n4);
+        ss = ss + select(vec4<f32>(0.0), c * c, i + 512u < n4);
+        ss = ss + select(vec4<f32>(0.0), d * d, i + 768u < n4);
     }
-    let total = wg_sum((ss.x + ss.y) + (ss.z + ss.w), lid);
-    let scale = 1.0 / sqrt(total / f32(p.dim) + p.eps);
-    for (var i = lid; i < n4; i = i + 256u) {
-        let ib = min(i + 64u, n4 - 1u);
-        let ic = min(i + 128u, n4 - 1u);
-        let id = min(i + 192u, n4 - 1u);
+    rs[lid] = (ss.x + ss.y) + (ss.z + ss.w);
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (lid < s) {
+            rs[lid] = rs[lid] + rs[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let scale = 1.0 / sqrt(rs[0] / f32(p.dim) + p.eps);
+    for (var i = lid; i < n4; i = i + 1024u) {
+        let ib = min(i + 256u, n4 - 1u);
+        let ic = min(i + 512u, n4 - 1u);
+        let id = min(i + 768u, n4 - 1u);
         let a = x4[xo + i] * scale * rms_w4(i);
         let b = x4[xo + ib] * scale * rms_w4(ib);
         let c = x4[xo + ic] * scale * rms_w4(ic);
         let d = x4[xo + id] * scale * rms_w4(id);
         o4[oo + i] = a;
-        if (i + 64u < n4) {
+        if (i + 256u < n4) {
             o4[oo + ib] = b;
         }
-        if (i + 128u < n4) {
+        if (i + 512u < n4) {
             o4[oo + ic] = c;
         }
-        if (i + 192u < n4) {
+        if (i + 768u < n4) {
             o4[oo + id] = d;
         }
     }

@@ -411,9 +411,9 @@ fn rmsnorm_with_and_without_weight_in_place_or_not() {
         let mut p = Pair::new(ctx, 20 + vi as u64);
         // 643: the kernel reads four values at a time, then the last three one by one. (A
         // weight is whole 32-value units, so only the unweighted norm has such a tail.)
-        // 640 and 2720 take the 16-byte-word entry, which covers 1024 values a step: one
-        // partial step, and two whole steps and a partial one.
-        for dim in [640usize, 643, 2720] {
+        // 640, 2720 and 9344 take the 16-byte-word entry, which covers 4096 values a step:
+        // one partial step (the two of them), and two whole steps and a partial one.
+        for dim in [640usize, 643, 2720, 9344] {
             let rows = 5;
             let wd = dim / 32 * 32;
             let w: Vec<f32> = (0..wd).map(|_| p.rng.random::<f32>() * 2.0).collect();
