@@ -27,16 +27,26 @@ struct P {
 @group(0) @binding(0) var<uniform> p: P;
 
 const SPLIT: u32 = 256u;
-var<workgroup> qs: array<f32, 512>;
+var<workgroup> qs: array<vec4<f32>, 128>;
+// The cache as 16-byte words (binding 6, which common.wgsl declares as `kv`; this module
+// reads it only through `kv4`, as an entry point may use one of the two). f16 keys with heads
+// of a multiple of 8 values are read eight values a load (a key row then starts 16-byte
+// aligned); everything else a word at a time through `kvw`. Cache buffers are sized in
+// whole 16-byte words.
+@group(0) @binding(6) var<storage, read_write> kv4: array<vec4<u32>>;
+
+fn kvw(w: u32) -> u32 {
+    return kv4[w >> 2u][w & 3u];
+}
 var<workgroup> sc: array<f32, SPLIT>;
 
 fn key(slot: u32, kvh: u32, d: u32) -> f32 {
     let e = slot * p.hd * (p.n_head / p.group) + kvh * p.hd + d;
     if (p.f16 != 0u) {
-        let v = unpack2x16float(kv[e >> 1u]);
+        let v = unpack2x16float(kvw(e >> 1u));
         return select(v.x, v.y, (e & 1u) != 0u);
     }
-    return bitcast<f32>(kv[e]);
+    return bitcast<f32>(kvw(e));
 }
 
 fn value(slot: u32, kvh: u32, d: u32) -> f32 {
@@ -44,10 +54,23 @@ fn value(slot: u32, kvh: u32, d: u32) -> f32 {
     let kwords = select(p.hd * n_kv, p.hd * n_kv / 2u, p.f16 != 0u);
     let e = slot * p.hdv * n_kv + kvh * p.hdv + d;
     if (p.f16 != 0u) {
-        let v = unpack2x16float(kv[p.cap * kwords + (e >> 1u)]);
+        let v = unpack2x16float(kvw(p.cap * kwords + (e >> 1u)));
         return select(v.x, v.y, (e & 1u) != 0u);
     }
-    return bitcast<f32>(kv[p.cap * kwords + e]);
+    return bitcast<f32>(kvw(p.cap * kwords + e));
+}
+
+// q . key for an f16 cache and hd % 8 == 0, eight values a load.
+fn key_dot8(slot: u32, kvh: u32) -> f32 {
+    let e = (slot * p.hd * (p.n_head / p.group) + kvh * p.hd) / 8u;
+    var acc = vec4<f32>(0.0);
+    for (var d8 = 0u; d8 < p.hd / 8u; d8 = d8 + 1u) {
+        let w = kv4[e + d8];
+        let k0 = vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y));
+        let k1 = vec4<f32>(unpack2x16float(w.z), unpack2x16float(w.w));
+        acc = acc + k0 * qs[2u * d8] + k1 * qs[2u * d8 + 1u];
+    }
+    return (acc.x + acc.y) + (acc.z + acc.w);
 }
 
 fn part_base(row: u32, h: u32, s: u32) -> u32 {
@@ -86,15 +109,19 @@ fn partial(
         if (p.f16 != 0u) {
             q = round_f16(q);
         }
-        qs[d] = q;
+        qs[d >> 2u][d & 3u] = q;
     }
     workgroupBarrier();
     var m = -3.0e38;
     for (var j = lid; j < n; j = j + 64u) {
         let slot = (start + j) % p.cap;
         var dot = 0.0;
-        for (var d = 0u; d < p.hd; d = d + 1u) {
-            dot = dot + qs[d] * key(slot, kvh, d);
+        if (p.f16 != 0u && p.hd % 8u == 0u) {
+            dot = key_dot8(slot, kvh);
+        } else {
+            for (var d = 0u; d < p.hd; d = d + 1u) {
+                dot = dot + qs[d >> 2u][d & 3u] * key(slot, kvh, d);
+            }
         }
         let v = dot * p.scale;
         sc[j] = v;
@@ -110,8 +137,17 @@ fn partial(
     l = wg_sum(l, lid);
     let base = part_base(row, h, s);
     for (var d = lid; d < p.hdv; d = d + 64u) {
+        // Four keys a step: four independent loads in flight.
         var o = 0.0;
-        for (var j = 0u; j < n; j = j + 1u) {
+        var j = 0u;
+        for (; j + 4u <= n; j = j + 4u) {
+            let v0 = value((start + j) % p.cap, kvh, d);
+            let v1 = value((start + j + 1u) % p.cap, kvh, d);
+            let v2 = value((start + j + 2u) % p.cap, kvh, d);
+            let v3 = value((start + j + 3u) % p.cap, kvh, d);
+            o = o + ((sc[j] * v0 + sc[j + 1u] * v1) + (sc[j + 2u] * v2 + sc[j + 3u] * v3));
+        }
+        for (; j < n; j = j + 1u) {
             o = o + sc[j] * value((start + j) % p.cap, kvh, d);
         }
         part[base + d] = o;

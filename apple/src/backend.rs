@@ -99,7 +99,7 @@ impl GpuBackend {
         let mk = |label: &str, bytes: u64| {
             ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
-                size: bytes.max(4).div_ceil(4) * 4,
+                size: bytes.max(16).div_ceil(16) * 16,
                 usage: storage,
                 mapped_at_creation: false,
             })
