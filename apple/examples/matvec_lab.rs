@@ -1,4 +1,4 @@
-//! The variant lab behind `shaders/matvec_q4k.wgsl`: Q4_K one-row matvec variants
+//! The variant lab behind `shaders/matvec_k.wgsl`: Q4_K one-row matvec variants
 //! (`matvec_lab.wgsl`) timed on their own with GPU timestamps, beside a plain read of the same
 //! bytes (the WGSL load ceiling). A measuring tool, not part of the product.
 //!

@@ -20,7 +20,7 @@
 //! shifts. Q6_K blocks (210 bytes) are padded to 224 at upload, so they start 16-byte
 //! aligned. The decode matvecs of the two formats that carry most of a Q4_K_M model, Q4_K
 //! (144-byte blocks, aligned as stored) and Q6_K, read whole 16-byte words
-//! (`shaders/matvec_q4k.wgsl`, `matvec_q6k.wgsl`). Matmuls multiply dequantized weights with
+//! (`shaders/matvec_k.wgsl`). Matmuls multiply dequantized weights with
 //! f32 activations (the CPU reference quantizes activations to 8 bits first, so the two agree
 //! to that precision).
 #![deny(missing_docs)]

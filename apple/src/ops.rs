@@ -196,8 +196,7 @@ impl Backend for GpuBackend {
             // with the rows and activations 16-byte aligned, the one reading 16-byte words.
             let aligned = pc.base % 16 == 0 && row_bytes % 16 == 0 && ox % 4 == 0;
             let entry = match (rows, ty) {
-                (1, GgmlType::Q4_K) if aligned => "vec_q4k",
-                (1, GgmlType::Q6_K) if aligned => "vec_q6k",
+                (1, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "vec_k",
                 (1, _) => "vec",
                 _ => "main",
             };

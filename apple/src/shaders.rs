@@ -6,8 +6,8 @@
 //! files are filled in: `SG_ARGS` (the subgroup builtins in the entry point's parameters) and
 //! `SG_INIT` (handing them to the reduction helpers); weight kernels get the block format's
 //! `deq_<fmt>` and `dot_<fmt>` functions renamed to `deq_unit` and `dot_unit`. The Q4_K and
-//! Q6_K matmul modules also get `matvec_q4k.wgsl` / `matvec_q6k.wgsl`, their one-row entries
-//! reading aligned 16-byte words (`vec_q4k`, `vec_q6k`).
+//! Q6_K matmul modules also get `matvec_k.wgsl` (the one-row entry `vec_k`, reading aligned
+//! 16-byte words) and that format's hooks for it (`matvec_q4k.wgsl`, `matvec_q6k.wgsl`).
 
 use glimmer_core::quant::GgmlType;
 
@@ -18,6 +18,7 @@ const REDUCE_SG: &str = include_str!("../../shaders/reduce_sg.wgsl");
 const REDUCE_WG: &str = include_str!("../../shaders/reduce_wg.wgsl");
 const QUANT: &str = include_str!("../../shaders/quant.wgsl");
 const MATMUL: &str = include_str!("../../shaders/matmul.wgsl");
+const MATVEC_K: &str = include_str!("../../shaders/matvec_k.wgsl");
 const MATVEC_Q4K: &str = include_str!("../../shaders/matvec_q4k.wgsl");
 const MATVEC_Q6K: &str = include_str!("../../shaders/matvec_q6k.wgsl");
 const EMBED: &str = include_str!("../../shaders/embed.wgsl");
@@ -106,10 +107,14 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
         ("", "")
     };
     let mut body = body.to_string();
-    match kernel {
-        Kernel::Matmul(GgmlType::Q4_K) => body.push_str(MATVEC_Q4K),
-        Kernel::Matmul(GgmlType::Q6_K) => body.push_str(MATVEC_Q6K),
-        _ => {}
+    let words = match kernel {
+        Kernel::Matmul(GgmlType::Q4_K) => Some(MATVEC_Q4K),
+        Kernel::Matmul(GgmlType::Q6_K) => Some(MATVEC_Q6K),
+        _ => None,
+    };
+    if let Some(f) = words {
+        body.push_str(MATVEC_K);
+        body.push_str(f);
     }
     s.push_str(&body.replace("SG_ARGS", args).replace("SG_INIT", init));
     Ok(s)

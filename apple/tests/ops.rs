@@ -360,7 +360,7 @@ fn matmul_matches_reference_every_format_and_batch() {
 }
 
 /// The Q4_K and Q6_K one-row matvecs read activations as 16-byte words when they start at a
-/// multiple of 4 elements (`vec_q4k`, `vec_q6k`) and take the generic entry otherwise: both
+/// multiple of 4 elements (`vec_k`) and take the generic entry otherwise: both
 /// must agree with the exact product, at offsets inside a region and for rows and columns
 /// that leave partial workgroups and partial steps (37 rows, 17 blocks).
 #[test]

@@ -1,0 +1,66 @@
+// One-row matvec (decode) for K-quant weights read as aligned 16-byte words: the entry
+// `vec_k`, shared by Q4_K and Q6_K. Appended to those formats' matmul modules after quant.wgsl
+// and matmul.wgsl (it uses their `hsum4`, `P` and `flat_wg`), followed by the format's file
+// (matvec_q4k.wgsl or matvec_q6k.wgsl), which provides:
+//   KW_BLOCK      16-byte words per 256-value block as the GPU holds it;
+//   KW_NIB        the first of the block's eight nibble words;
+//   kw_x(q)       the offset, in 16-byte activation words from the block's first, of the 16
+//                 activations the low nibbles of nibble word q multiply (the high nibbles'
+//                 are KW_HI words further);
+//   kw_word(..)   the dot of one nibble word with its 32 activations.
+// The host takes this entry only when the rows start 16-byte aligned in the pool (pieces at
+// 256-byte offsets, rows of whole blocks) and the activations at a multiple of 4 values.
+//
+// A 64-invocation workgroup computes 4 rows: each run of 32 invocations takes 2 rows, every
+// invocation one nibble word of each row per step (consecutive invocations read consecutive
+// words, so the loads are coalesced), and each activation load serves both rows. Nothing
+// goes through private arrays: drivers may put those in local memory, which made a variant
+// that kept its values in arrays 1.4-1.7x slower (BENCHMARKS.md, session 5).
+//
+// Quantized values become floats without an int-to-float conversion: placed in the top
+// mantissa bits of 1.0 they read as 1 + q / 2^bits, and the sums of the activations, which
+// the formats' offsets and minima need anyway, take the 1 back out.
+@group(0) @binding(2) var<storage, read_write> x4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> wq4: array<vec4<u32>>;
+
+@compute @workgroup_size(64)
+fn vec_k(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
+) {
+    SG_INIT
+    let t = lid % 32u;
+    let r0 = (flat_wg(wid, nwg) * 2u + lid / 32u) * 2u;
+    let nw = (p.cols / 256u) * 8u;
+    let wb0 = (p.w_base + min(r0, p.rows - 1u) * p.row_bytes) / 16u;
+    let wb1 = (p.w_base + min(r0 + 1u, p.rows - 1u) * p.row_bytes) / 16u;
+    let xo = p.x_off / 4u;
+    var acc0 = 0.0;
+    var acc1 = 0.0;
+    for (var e = t; e < nw; e = e + 32u) {
+        let blk = e >> 3u;
+        let q = e & 7u;
+        let b0 = wb0 + KW_BLOCK * blk;
+        let b1 = wb1 + KW_BLOCK * blk;
+        let w0 = wq4[b0 + KW_NIB + q];
+        let w1 = wq4[b1 + KW_NIB + q];
+        let xb = xo + 64u * blk + kw_x(q);
+        let l0 = x4[xb];
+        let l1 = x4[xb + 1u];
+        let l2 = x4[xb + 2u];
+        let l3 = x4[xb + 3u];
+        let u0 = x4[xb + KW_HI];
+        let u1 = x4[xb + KW_HI + 1u];
+        let u2 = x4[xb + KW_HI + 2u];
+        let u3 = x4[xb + KW_HI + 3u];
+        let sl = hsum4((l0 + l1) + (l2 + l3));
+        let su = hsum4((u0 + u1) + (u2 + u3));
+        acc0 = acc0 + kw_word(b0, q, w0, l0, l1, l2, l3, u0, u1, u2, u3, sl, su);
+        acc1 = acc1 + kw_word(b1, q, w1, l0, l1, l2, l3, u0, u1, u2, u3, sl, su);
+    }
+    let s = seg_sum4_n(vec4<f32>(acc0, acc1, 0.0, 0.0), lid, 32u);
+    if (t < 2u && r0 + t < p.rows) {
+        a1[p.out_off + r0 + t] = s[t];
+    }
+}
