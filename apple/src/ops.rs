@@ -192,11 +192,12 @@ impl Backend for GpuBackend {
             ];
             let z = u(rows.div_ceil(4))?;
             let n = u(pc.rows.div_ceil(MATMUL_ROWS_PER_GROUP))?;
-            // One activation row takes the fused dequantize-and-dot entry; for Q4_K and Q6_K,
-            // with the rows and activations 16-byte aligned, the one reading 16-byte words.
+            // One activation row takes the fused dequantize-and-dot entry; Q4_K and Q6_K, with
+            // the rows and activations 16-byte aligned, the entries reading 16-byte words.
             let aligned = pc.base % 16 == 0 && row_bytes % 16 == 0 && ox % 4 == 0;
             let entry = match (rows, ty) {
                 (1, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "vec_k",
+                (_, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "mat_k",
                 (1, _) => "vec",
                 _ => "main",
             };
