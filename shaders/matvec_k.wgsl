@@ -42,9 +42,8 @@ fn kw_rows(xb: u32, q: u32, b0: u32, w0: vec4<u32>, b1: u32, w1: vec4<u32>) -> v
     );
 }
 
-// The body of both entries: rows r0, r0 + 1 against activation rows bz .. bz + nb (nb at
-// most `nb_max`, a constant at each call, so drivers drop the unused rows' code). Weight
-// words are loaded once for all activation rows.
+// The body of `mat_k`: rows r0, r0 + 1 against activation rows bz .. bz + nb (nb at most
+// `nb_max`). Weight words are loaded once for all activation rows.
 fn kw_body(lid: u32, wid: vec3<u32>, nwg: vec3<u32>, nb_max: u32) {
     let t = lid % 32u;
     let r0 = (flat_wg(wid, nwg) * 2u + lid / 32u) * 2u;
@@ -92,7 +91,8 @@ fn kw_body(lid: u32, wid: vec3<u32>, nwg: vec3<u32>, nb_max: u32) {
     }
 }
 
-// One activation row (decode).
+// One activation row (decode). Not `kw_body` with one row: the driver kept that body's
+// registers for four, and decode ran 17 % slower (BENCHMARKS.md, session 5).
 @compute @workgroup_size(64)
 fn vec_k(
     @builtin(local_invocation_index) lid: u32,
@@ -100,7 +100,26 @@ fn vec_k(
     @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
 ) {
     SG_INIT
-    kw_body(lid, wid, nwg, 1u);
+    let t = lid % 32u;
+    let r0 = (flat_wg(wid, nwg) * 2u + lid / 32u) * 2u;
+    let nw = (p.cols / 256u) * 8u;
+    let wb0 = (p.w_base + min(r0, p.rows - 1u) * p.row_bytes) / 16u;
+    let wb1 = (p.w_base + min(r0 + 1u, p.rows - 1u) * p.row_bytes) / 16u;
+    let xo = p.x_off / 4u;
+    var acc = vec2<f32>(0.0);
+    for (var e = t; e < nw; e = e + 32u) {
+        let blk = e >> 3u;
+        let q = e & 7u;
+        let b0 = wb0 + KW_BLOCK * blk;
+        let b1 = wb1 + KW_BLOCK * blk;
+        let w0 = wq4[b0 + KW_NIB + q];
+        let w1 = wq4[b1 + KW_NIB + q];
+        acc = acc + kw_rows(xo + 64u * blk + kw_x(q), q, b0, w0, b1, w1);
+    }
+    let s = seg_sum4_n(vec4<f32>(acc, 0.0, 0.0), lid, 32u);
+    if (t < 2u && r0 + t < p.rows) {
+        a1[p.out_off + r0 + t] = s[t];
+    }
 }
 
 // Up to 4 activation rows a workgroup (z: groups of 4), for prefill chunks: each weight word
