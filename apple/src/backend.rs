@@ -30,10 +30,10 @@ const STORAGE: [(u32, bool); 7] = [
 /// Bind group of one dispatch: arena buffers of its three regions, weight pool, KV layer.
 type GroupKey = ([usize; 3], usize, usize);
 
-/// The GPU backend: one activation arena, weights uploaded once, one KV cache.
+/// The GPU backend: one activation arena, weights uploaded once, a KV cache per session slot.
 ///
-/// Ops record compute passes into one command encoder; [`GpuBackend::read`] (the trait's
-/// `read`) submits the step and maps the result back, so a whole decode step is one
+/// Ops record compute passes into one command encoder; `read` (of the
+/// [`Backend`](glimmer_core::exec::Backend) trait) submits the step and maps the result back, so a whole decode step is one
 /// submission. Pipelines and bind groups are made on first use and cached.
 pub struct GpuBackend {
     pub(crate) ctx: GpuContext,
@@ -41,7 +41,10 @@ pub struct GpuBackend {
     pub(crate) arena: Vec<wgpu::Buffer>,
     pub(crate) weights: WeightStore,
     pub(crate) kv_shape: KvShape,
+    /// Per slot, per layer (slot-major).
     pub(crate) kv: Vec<wgpu::Buffer>,
+    /// The slot the KV ops use.
+    slot: usize,
     pub(crate) part: wgpu::Buffer,
     pub(crate) part_len: usize,
     staging: wgpu::Buffer,
@@ -108,13 +111,18 @@ impl GpuBackend {
             .iter()
             .map(|&(s, e)| mk("arena", ((e - s) * 4) as u64))
             .collect();
-        let mut kvb = Vec::with_capacity(kv.caps.len());
-        for il in 0..kv.caps.len() {
-            let b = kv.layer_bytes(il)?;
-            if b > ctx.max_binding() {
-                return Err(GpuError::TooLarge);
+        if kv.slots == 0 {
+            return Err(GpuError::BadShape);
+        }
+        let mut kvb = Vec::with_capacity(kv.caps.len() * kv.slots);
+        for _ in 0..kv.slots {
+            for il in 0..kv.caps.len() {
+                let b = kv.layer_bytes(il)?;
+                if b > ctx.max_binding() {
+                    return Err(GpuError::TooLarge);
+                }
+                kvb.push(mk("kv", b));
             }
-            kvb.push(mk("kv", b));
         }
         let part_bytes = (part_len as u64).checked_mul(4).ok_or(GpuError::TooLarge)?;
         if part_bytes > ctx.max_binding() {
@@ -151,6 +159,7 @@ impl GpuBackend {
             weights: WeightStore::default(),
             kv_shape: kv,
             kv: kvb,
+            slot: 0,
             part,
             part_len,
             staging,
@@ -164,6 +173,30 @@ impl GpuBackend {
             placeholder,
             timing: None,
         })
+    }
+
+    /// Makes `slot` the session slot whose KV cache the following ops read and write (slot 0
+    /// at first). Positions are the caller's: a slot's sequence continues where the caller
+    /// says, and starting a new sequence in a slot needs nothing but position 0.
+    pub fn set_slot(&mut self, slot: usize) -> Result<(), GpuError> {
+        if slot >= self.kv_shape.slots {
+            return Err(GpuError::KvRange);
+        }
+        self.slot = slot;
+        Ok(())
+    }
+
+    /// Session slots of the KV cache.
+    pub fn slots(&self) -> usize {
+        self.kv_shape.slots
+    }
+
+    /// The KV buffer index of `layer` in the current slot.
+    pub(crate) fn kv_index(&self, layer: usize) -> Result<usize, GpuError> {
+        if layer >= self.kv_shape.caps.len() {
+            return Err(GpuError::KvRange);
+        }
+        Ok(self.slot * self.kv_shape.caps.len() + layer)
     }
 
     /// The device this backend runs on.

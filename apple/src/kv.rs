@@ -1,6 +1,7 @@
-//! The KV cache on the GPU: one storage buffer per layer, keys then values, positions in slot
-//! `pos % cap` (a ring for sliding layers, linear for global ones; caps from
-//! [`glimmer_core::kv::KvGeometry`]).
+//! The KV cache on the GPU: one storage buffer per layer and session slot, keys then values,
+//! positions at `pos % cap` (a ring for sliding layers, linear for global ones; caps from
+//! [`glimmer_core::kv::KvGeometry`]). Each slot holds one sequence; the backend's current slot
+//! ([`crate::GpuBackend::set_slot`]) is the one the KV ops read and write.
 
 use glimmer_core::kv::KvGeometry;
 
@@ -26,6 +27,8 @@ pub struct KvShape {
     pub v_dim: usize,
     /// Storage type.
     pub ty: GpuKvType,
+    /// Independent sequences (session slots), each with a cache of its own (at least 1).
+    pub slots: usize,
 }
 
 impl KvShape {
@@ -36,7 +39,13 @@ impl KvShape {
             k_dim: g.k_dim,
             v_dim: g.v_dim,
             ty,
+            slots: 1,
         }
+    }
+
+    /// The same shape with `slots` session slots.
+    pub fn with_slots(self, slots: usize) -> Self {
+        KvShape { slots, ..self }
     }
 
     /// Words of one position's keys and values.
@@ -59,11 +68,12 @@ impl KvShape {
             .ok_or(GpuError::TooLarge)
     }
 
-    /// Bytes of the whole cache.
+    /// Bytes of the whole cache, every slot.
     pub fn total_bytes(&self) -> Result<u64, GpuError> {
-        (0..self.caps.len()).try_fold(0u64, |a, il| {
+        let one = (0..self.caps.len()).try_fold(0u64, |a, il| {
             a.checked_add(self.layer_bytes(il)?)
                 .ok_or(GpuError::TooLarge)
-        })
+        })?;
+        one.checked_mul(self.slots as u64).ok_or(GpuError::TooLarge)
     }
 }

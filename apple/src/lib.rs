@@ -10,8 +10,9 @@
 //! - [`GpuBackend`] implements [`glimmer_core::exec::Backend`]. It holds the activation arena
 //!   of a [`glimmer_core::exec::Layout`] (split into several storage buffers when it exceeds
 //!   the adapter's largest binding), the weights ([`GpuBackend::upload_model`], copied once,
-//!   GGUF blocks byte for byte), the KV cache ([`KvShape`], f16 or f32, one buffer per layer,
-//!   rings for sliding layers) and the pipelines, made on first use and cached.
+//!   GGUF blocks byte for byte), the KV cache ([`KvShape`], f16 or f32, one buffer per layer
+//!   and session slot, rings for sliding layers; [`GpuBackend::set_slot`] picks the slot) and
+//!   the pipelines, made on first use and cached.
 //! - Ops record compute passes into one command encoder; `read` submits the step and maps the
 //!   result back: a decode step is one submission.
 //!

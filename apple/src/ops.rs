@@ -273,12 +273,13 @@ impl Backend for GpuBackend {
         let h = self.rec.begin(&self.ctx, positions);
         let p = [ok, ov, u(kd)?, u(vd)?, u(n)?, h, u(cap)?, f16];
         let groups = u((n * (kw + vw)).div_ceil(64))?;
+        let kvi = self.kv_index(layer)?;
         self.run(
             Kernel::KvStore,
             "main",
             [sk, sv, sk],
             None,
-            layer,
+            kvi,
             &p,
             groups,
             1,
@@ -357,12 +358,13 @@ impl Backend for GpuBackend {
                     u(split_len)?,
                     p.scale.to_bits(),
                 ];
+                let kvi = self.kv_index(p.layer)?;
                 self.run(
                     Kernel::Attention,
                     entry,
                     [sq, so, sq],
                     None,
-                    p.layer,
+                    kvi,
                     &prm,
                     u(n)?,
                     1,

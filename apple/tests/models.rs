@@ -1,6 +1,7 @@
 //! End to end on the real models: the GPU backend's top-1 token agrees with the CPU backend's
 //! at every position, for a prompt prefilled as one chunk (every row's logits) and for
 //! prompt tokens fed one at a time (the decode path). Prints the largest logit difference.
+//! Two sequences interleaved in two session slots give, bit for bit, what each gives alone.
 
 mod common;
 
@@ -35,34 +36,47 @@ struct Gpu<'m, 'f> {
     loaded: &'m Loaded<'f>,
     layout: Layout,
     b: GpuBackend,
-    pos: u32,
+    /// Next position of each slot.
+    pos: Vec<u32>,
 }
 
 impl<'m, 'f> Gpu<'m, 'f> {
     fn new(ctx: GpuContext, loaded: &'m Loaded<'f>) -> Self {
+        Self::with_slots(ctx, loaded, 1)
+    }
+
+    fn with_slots(ctx: GpuContext, loaded: &'m Loaded<'f>, slots: usize) -> Self {
         let s = &loaded.spec;
         let layout = Layout::new(s, LIMITS).unwrap();
         let geo = KvGeometry::new(s, LIMITS.ctx, LIMITS.chunk, KvType::F16).unwrap();
-        let shape = KvShape::from_geometry(&geo, GpuKvType::F16);
+        let shape = KvShape::from_geometry(&geo, GpuKvType::F16).with_slots(slots);
         let mut b = GpuBackend::new(ctx, &layout, shape, s.n_head, s.head_dim_v).unwrap();
         b.upload_model(&loaded.weights).unwrap();
         Gpu {
             loaded,
             layout,
             b,
-            pos: 0,
+            pos: vec![0; slots],
         }
     }
 
-    /// Feeds `tokens` as one chunk; returns `n_vocab` logits per requested row.
+    /// Feeds `tokens` as one chunk to slot 0; returns `n_vocab` logits per requested row.
     fn forward(&mut self, tokens: &[u32], rows: LogitRows) -> Vec<f32> {
+        self.forward_slot(0, tokens, rows)
+    }
+
+    /// Feeds `tokens` as one chunk to `slot`, after what it holds.
+    fn forward_slot(&mut self, slot: usize, tokens: &[u32], rows: LogitRows) -> Vec<f32> {
         let m = Model {
             spec: &self.loaded.spec,
             weights: &self.loaded.weights,
             layout: &self.layout,
         };
-        let n = m.forward(&mut self.b, tokens, self.pos, rows).unwrap();
-        self.pos += tokens.len() as u32;
+        self.b.set_slot(slot).unwrap();
+        let n = m
+            .forward(&mut self.b, tokens, self.pos[slot], rows)
+            .unwrap();
+        self.pos[slot] += tokens.len() as u32;
         let mut out = vec![0.0; n * self.loaded.spec.n_vocab];
         self.b
             .read(self.layout.logits.prefix(out.len()), &mut out)
@@ -150,4 +164,55 @@ fn gemma3_top1_matches_cpu_every_position() {
             " Paris is the capital of France, and Berlin is the capital of",
         ],
     );
+}
+
+/// Two sequences interleaved token by token in two slots of one backend give exactly the
+/// logits each gives alone in a backend of one slot (same kernels, same inputs), and a slot
+/// that does not exist is a typed error.
+#[test]
+fn session_slots_keep_sequences_apart() {
+    let Some(path) = model(DEFAULT_MODEL) else {
+        return;
+    };
+    let (Some(c1), Some(c2)) = (
+        common::gpu(Default::default()),
+        common::gpu(Default::default()),
+    ) else {
+        return;
+    };
+    let file = ModelFile::open(&path).unwrap();
+    let loaded = Loaded::new(&file).unwrap();
+    let tk = &loaded.tokenizer;
+    let seqs = [
+        tk.encode("The quick brown fox jumps over", true, false)
+            .unwrap(),
+        tk.encode("Paris is the capital of France, and", true, false)
+            .unwrap(),
+    ];
+    let tails: [&[u32]; 2] = [&[28, 1017, 3342, 30], &[4, 2817, 253, 17]];
+    // Alone, one after the other, each from position 0 in a one-slot backend.
+    let mut one = Gpu::new(c1, &loaded);
+    let mut alone: Vec<Vec<Vec<f32>>> = Vec::new();
+    for (s, tail) in seqs.iter().zip(tails) {
+        one.pos[0] = 0;
+        let mut v = vec![one.forward(s, LogitRows::Last)];
+        for &t in tail {
+            v.push(one.forward(&[t], LogitRows::Last));
+        }
+        alone.push(v);
+    }
+    // Interleaved: prompt 0, prompt 1, then their tokens in turn.
+    let mut two = Gpu::with_slots(c2, &loaded, 2);
+    assert_eq!(two.b.slots(), 2);
+    assert!(two.b.set_slot(2).is_err());
+    for (slot, s) in seqs.iter().enumerate() {
+        let got = two.forward_slot(slot, s, LogitRows::Last);
+        assert_eq!(got, alone[slot][0], "slot {slot} prompt");
+    }
+    for i in 0..4 {
+        for slot in 0..2 {
+            let got = two.forward_slot(slot, &[tails[slot][i]], LogitRows::Last);
+            assert_eq!(got, alone[slot][i + 1], "slot {slot} token {i}");
+        }
+    }
 }
