@@ -243,38 +243,36 @@ fn dot_q8_0(rb: u32, u: u32, xo: u32) -> f32 {
     return ld_f16(base) * hsum4(s);
 }
 
-fn dot_q4_k(rb: u32, u: u32, xo: u32) -> f32 {
-    let base = rb + (u / 8u) * 144u;
+// Q4_K and Q5_K share their layout up to the fifth bits: a block of `bytes` with f16 d, f16
+// dmin and the 12 scale bytes first, then (Q5_K only, `fifth`) 32 bytes of fifth bits, then
+// the nibbles. Callers pass constants, so the unused branch folds away.
+fn dot_k45(rb: u32, u: u32, xo: u32, bytes: u32, fifth: bool) -> f32 {
+    let base = rb + (u / 8u) * bytes;
     let j = u % 8u;
     let sm = scale_min_k4(base + 4u, j);
     let sh = (j & 1u) * 4u;
-    let qs = base + 16u + 32u * (j / 2u);
+    let qs = base + select(16u, 48u, fifth) + 32u * (j / 2u);
     var s = vec4<f32>(0.0);
     var sx = vec4<f32>(0.0);
     for (var k = 0u; k < 8u; k = k + 1u) {
         let x = xv(xo + 4u * k);
-        s = s + nib4(ld_u32(qs + 4u * k), sh) * x;
+        var q = nib4(ld_u32(qs + 4u * k), sh);
+        if (fifth) {
+            let h = ld_u32(base + 16u + 4u * k);
+            q = q + 16.0 * vec4<f32>((vec4<u32>(h >> j, h >> (8u + j), h >> (16u + j), h >> (24u + j))) & vec4<u32>(1u));
+        }
+        s = s + q * x;
         sx = sx + x;
     }
     return ld_f16(base) * sm.x * hsum4(s) - ld_f16(base + 2u) * sm.y * hsum4(sx);
 }
 
+fn dot_q4_k(rb: u32, u: u32, xo: u32) -> f32 {
+    return dot_k45(rb, u, xo, 144u, false);
+}
+
 fn dot_q5_k(rb: u32, u: u32, xo: u32) -> f32 {
-    let base = rb + (u / 8u) * 176u;
-    let j = u % 8u;
-    let sm = scale_min_k4(base + 4u, j);
-    let sh = (j & 1u) * 4u;
-    let qs = base + 48u + 32u * (j / 2u);
-    var s = vec4<f32>(0.0);
-    var sx = vec4<f32>(0.0);
-    for (var k = 0u; k < 8u; k = k + 1u) {
-        let x = xv(xo + 4u * k);
-        let h = ld_u32(base + 16u + 4u * k);
-        let hb = vec4<f32>((vec4<u32>(h >> j, h >> (8u + j), h >> (16u + j), h >> (24u + j))) & vec4<u32>(1u));
-        s = s + (nib4(ld_u32(qs + 4u * k), sh) + 16.0 * hb) * x;
-        sx = sx + x;
-    }
-    return ld_f16(base) * sm.x * hsum4(s) - ld_f16(base + 2u) * sm.y * hsum4(sx);
+    return dot_k45(rb, u, xo, 176u, true);
 }
 
 fn dot_q6_k(rb: u32, u: u32, xo: u32) -> f32 {
