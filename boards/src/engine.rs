@@ -1,6 +1,8 @@
-//! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache.
+//! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache, and
+//! [`SlotEngine`], what the daemon needs of any engine (the CPU one here, the wgpu one in
+//! [`crate::gpu_engine`]).
 
-use glimmer_core::cpu::{CpuBackend, CpuError};
+use glimmer_core::cpu::CpuBackend;
 use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model, Parallel};
 use glimmer_core::kv::{self, KvGeometry, PagePool};
 use glimmer_core::model::{ModelSpec, Weights};
@@ -44,6 +46,104 @@ impl<'f> Loaded<'f> {
             weights,
             tokenizer,
         })
+    }
+}
+
+/// Which backend an engine runs on: the board profile's default, or `--backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The CPU backend (the reference; always available).
+    Cpu,
+    /// The wgpu backend: Metal on Apple Silicon, Vulkan elsewhere.
+    Wgpu,
+    /// The CUDA backend (Jetson, NVIDIA GPUs).
+    Cuda,
+}
+
+impl BackendKind {
+    /// Every kind, in the order `--help` lists them.
+    pub const ALL: [BackendKind; 3] = [BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda];
+
+    /// The name used on the command line and in board profiles.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+
+    /// The kind called `name`, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl core::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the daemon needs of an engine, whatever its backend: sequences held in slots, token
+/// chunks fed to a slot, logits back. [`Engine`] (CPU) and, with the `wgpu` feature,
+/// [`GpuEngine`](crate::gpu_engine::GpuEngine) implement it.
+pub trait SlotEngine<'f> {
+    /// The loaded model (tokenizer, spec, weights).
+    fn loaded(&self) -> &Loaded<'f>;
+    /// The backend, with the device it runs on (`cpu, 2 threads`, `wgpu on …`).
+    fn describe(&self) -> String;
+    /// Number of slots.
+    fn slots(&self) -> usize;
+    /// Tokens already in `slot`'s KV cache (0 for a slot that does not exist).
+    fn slot_pos(&self, slot: usize) -> usize;
+    /// Context length of each slot.
+    fn ctx(&self) -> usize;
+    /// Tokens fed through the model so far, all slots together.
+    fn tokens_fed(&self) -> u64;
+    /// Forgets `slot`'s sequence.
+    fn reset_slot(&mut self, slot: usize);
+    /// Feeds `tokens` to `slot` after what it holds, and writes the logits of the requested
+    /// rows to `logits` (`n_vocab` values per row).
+    fn forward_slot(
+        &mut self,
+        slot: usize,
+        tokens: &[u32],
+        rows: LogitRows,
+        logits: &mut [f32],
+    ) -> Result<(), Error>;
+}
+
+impl<'f> SlotEngine<'f> for Engine<'_, 'f> {
+    fn loaded(&self) -> &Loaded<'f> {
+        self.loaded
+    }
+    fn describe(&self) -> String {
+        format!("cpu, {} threads", self.threads())
+    }
+    fn slots(&self) -> usize {
+        Engine::slots(self)
+    }
+    fn slot_pos(&self, slot: usize) -> usize {
+        Engine::slot_pos(self, slot)
+    }
+    fn ctx(&self) -> usize {
+        Engine::ctx(self)
+    }
+    fn tokens_fed(&self) -> u64 {
+        Engine::tokens_fed(self)
+    }
+    fn reset_slot(&mut self, slot: usize) {
+        Engine::reset_slot(self, slot)
+    }
+    fn forward_slot(
+        &mut self,
+        slot: usize,
+        tokens: &[u32],
+        rows: LogitRows,
+        logits: &mut [f32],
+    ) -> Result<(), Error> {
+        Engine::forward_slot(self, slot, tokens, rows, logits)
     }
 }
 
@@ -279,13 +379,6 @@ impl<'m, 'f> Engine<'m, 'f> {
             return Err(Error::NoSuchSlot(slot));
         }
         let s = &self.loaded.spec;
-        let chunk = self.layout.limits.chunk;
-        let lr = self.layout.limits.logit_rows;
-        let step = if rows == LogitRows::All {
-            chunk.min(lr)
-        } else {
-            chunk
-        };
         let kv = self.kv.slot(slot)?;
         let mut backend = CpuBackend::new(
             &mut self.arena,
@@ -302,41 +395,60 @@ impl<'m, 'f> Engine<'m, 'f> {
         };
         let feed = Feed {
             model: &model,
+            chunk_rows: Feed::chunk_rows(&self.layout, rows),
             tokens,
             rows,
-            step,
             pos: &mut self.pos[slot],
             fed: &mut self.fed,
         };
         match &mut self.profile {
-            Some(times) => feed.run(&mut Profiled::new(&mut backend, times), logits),
-            None => feed.run(&mut backend, logits),
+            Some(times) => feed.run(
+                &mut Profiled::new(&mut backend, times),
+                logits,
+                Error::Forward,
+            ),
+            None => feed.run(&mut backend, logits, Error::Forward),
         }
     }
 }
 
-/// One [`Engine::forward_slot`] call's chunks, generic over the backend (plain or
-/// [`Profiled`]).
-struct Feed<'a, 'm, 'w> {
-    model: &'a Model<'m, 'w>,
-    tokens: &'a [u32],
-    rows: LogitRows,
-    step: usize,
-    pos: &'a mut usize,
-    fed: &'a mut u64,
+/// One `forward_slot` call's chunks, generic over the backend (CPU, [`Profiled`], GPU).
+pub(crate) struct Feed<'a, 'm, 'w> {
+    pub model: &'a Model<'m, 'w>,
+    /// Tokens per forward call.
+    pub chunk_rows: usize,
+    pub tokens: &'a [u32],
+    pub rows: LogitRows,
+    /// The slot's position, advanced by every chunk.
+    pub pos: &'a mut usize,
+    /// The engine's fed-token count.
+    pub fed: &'a mut u64,
 }
 
 impl Feed<'_, '_, '_> {
-    fn run<B: Backend<Error = CpuError>>(
+    /// Tokens per forward call for `layout`: a whole chunk, or no more than the logit rows
+    /// when every row's logits are wanted.
+    pub fn chunk_rows(layout: &Layout, rows: LogitRows) -> usize {
+        let l = layout.limits;
+        if rows == LogitRows::All {
+            l.chunk.min(l.logit_rows)
+        } else {
+            l.chunk
+        }
+    }
+
+    /// Feeds every chunk; `err` turns the backend's failures into [`Error`].
+    pub fn run<B: Backend>(
         self,
         backend: &mut B,
         logits: &mut [f32],
+        err: impl Fn(ForwardError<B::Error>) -> Error,
     ) -> Result<(), Error> {
         let Feed {
             model,
+            chunk_rows: step,
             tokens,
             rows,
-            step,
             pos: slot_pos,
             fed,
         } = self;
@@ -350,9 +462,7 @@ impl Feed<'_, '_, '_> {
                 _ => LogitRows::None,
             };
             let pos = u32::try_from(*slot_pos).map_err(|_| Error::TooLarge("position"))?;
-            let got = model
-                .forward(backend, part, pos, want)
-                .map_err(Error::Forward)?;
+            let got = model.forward(backend, part, pos, want).map_err(&err)?;
             *slot_pos += part.len();
             *fed += part.len() as u64;
             if got > 0 {
@@ -362,7 +472,7 @@ impl Feed<'_, '_, '_> {
                     .ok_or(Error::TooLarge("logits buffer"))?;
                 backend
                     .read(model.layout.logits.prefix(n), dst)
-                    .map_err(|e| Error::Forward(ForwardError::Backend(e)))?;
+                    .map_err(|e| err(ForwardError::Backend(e)))?;
                 written += n;
             }
         }

@@ -61,6 +61,22 @@ pub enum Error {
     /// A synthetic model configuration is unusable.
     #[error("synthetic model config: {0}")]
     SynthConfig(&'static str),
+    /// The GPU could not be opened, or refused the model (wgpu engine).
+    #[cfg(feature = "wgpu")]
+    #[error("GPU: {0}")]
+    Gpu(glimmer_apple::GpuError),
+    /// The forward pass failed on the GPU (wgpu engine).
+    #[cfg(feature = "wgpu")]
+    #[error("forward pass on the GPU: {0:?}")]
+    GpuForward(ForwardError<glimmer_apple::GpuError>),
+    /// The backend asked for is not available in this build or on this machine.
+    #[error("backend {backend} unavailable: {why}")]
+    BackendUnavailable {
+        /// The backend's name (`cpu`, `wgpu`, `cuda`).
+        backend: &'static str,
+        /// Why, and what to use instead.
+        why: &'static str,
+    },
     /// Writing a GGUF file failed (boxed: the writer's errors carry tensor names).
     #[error("writing GGUF: {0}")]
     GgufWrite(Box<GgufWriteError>),

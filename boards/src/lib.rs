@@ -22,6 +22,8 @@ pub mod daemon;
 pub mod engine;
 mod error;
 pub mod gguf_writer;
+#[cfg(feature = "wgpu")]
+pub mod gpu_engine;
 pub mod hal;
 pub mod model_file;
 pub mod plan_measure;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use glimmer_boards::daemon::{self, listen, DaemonConfig, NoTools, ServeLimits, ToolHost};
+use glimmer_boards::engine::BackendKind;
 use glimmer_boards::model_file::default_model_path;
 use glimmer_boards::profiles;
 use glimmer_boards::tools::{ToolBox, ToolConfig};
@@ -44,6 +45,11 @@ struct Args {
     /// linux-x86.
     #[arg(long, default_value = "sim")]
     board: String,
+    /// Backend the model runs on: cpu, wgpu (Metal on Apple Silicon, Vulkan elsewhere) or
+    /// cuda [default: the board profile's; sim and linux-x86 use cpu, apple-m3-max-128g wgpu].
+    /// The daemon has no CUDA engine yet, so on the Jetson profiles give --backend cpu or wgpu.
+    #[arg(long)]
+    backend: Option<String>,
     /// Socket path [default: $XDG_RUNTIME_DIR/glimmer/glimmerd.sock, else
     /// /tmp/glimmer-$UID/glimmerd.sock].
     #[arg(long)]
@@ -160,6 +166,16 @@ fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     };
+    let backend_name = a.backend.as_deref().unwrap_or(profile.default_backend);
+    let Some(backend) = BackendKind::from_name(backend_name) else {
+        let names: Vec<_> = BackendKind::ALL.iter().map(|k| k.name()).collect();
+        eprintln!(
+            "glimmerd: error: unknown backend {backend_name:?} (known: {})",
+            names.join(", ")
+        );
+        return ExitCode::FAILURE;
+    };
+    cfg.backend = backend;
     // The board's sensors and actuators; the watchdog runs until the daemon exits.
     let mut _watchdog = None;
     let host: Arc<dyn ToolHost> = if a.no_board_tools {
@@ -191,9 +207,10 @@ fn main() -> ExitCode {
     };
     install_signals();
     eprintln!(
-        "glimmerd: model {}, board {}, socket {}",
+        "glimmerd: model {}, board {}, backend {}, socket {}",
         cfg.model.display(),
         cfg.board,
+        cfg.backend,
         cfg.socket.display()
     );
     match daemon::serve(cfg, host, &STOP) {

@@ -61,8 +61,10 @@ pub struct DaemonConfig {
     pub ctx: usize,
     /// Most tokens per forward call (prefill chunk).
     pub chunk: usize,
-    /// Worker threads the engine may use.
+    /// Worker threads the engine may use (CPU backend).
     pub threads: usize,
+    /// The backend the engine runs on.
+    pub backend: crate::engine::BackendKind,
     /// System prompt for sessions that do not give one (`None`: the template's default).
     pub default_system: Option<String>,
     /// Per-client limits.
@@ -71,7 +73,7 @@ pub struct DaemonConfig {
 
 impl DaemonConfig {
     /// The defaults: the default model, board `sim`, `socket`, only the current uid allowed,
-    /// 4 sessions of 2048 tokens, chunks of 64, one thread.
+    /// 4 sessions of 2048 tokens, chunks of 64, one thread, the CPU backend.
     pub fn new(socket: PathBuf) -> Self {
         DaemonConfig {
             model: default_model_path(),
@@ -83,6 +85,7 @@ impl DaemonConfig {
             ctx: 2048,
             chunk: 64,
             threads: 1,
+            backend: crate::engine::BackendKind::Cpu,
             default_system: None,
             limits: ServeLimits::default(),
         }

@@ -19,7 +19,7 @@ use super::prompt::Prompter;
 use super::session::{AnyTool, Parser, Session};
 use super::shared::{InFlight, Shared};
 use super::DaemonError;
-use crate::engine::{Engine, Loaded};
+use crate::engine::{BackendKind, Engine, Loaded, SlotEngine};
 use crate::model_file::ModelFile;
 
 /// Bytes each slot's tool-call parser may hold (the longest call block).
@@ -77,7 +77,7 @@ pub(crate) enum Cmd {
 
 /// What a session step may use.
 pub(crate) struct Ctx<'e, 'f> {
-    pub engine: &'e mut Engine<'f, 'f>,
+    pub engine: &'e mut dyn SlotEngine<'f>,
     pub prompter: Prompter,
     pub shared: &'e Arc<Shared>,
     pub tx: &'e Sender<Cmd>,
@@ -86,6 +86,35 @@ pub(crate) struct Ctx<'e, 'f> {
     pub default_system: Option<&'e str>,
     /// Each token's text, for constrained decoding of tool calls.
     pub token_texts: &'e [Option<String>],
+}
+
+/// The engine for `kind`, or why it cannot be had in this build.
+fn build_engine<'m, 'f>(
+    kind: BackendKind,
+    loaded: &'m Loaded<'f>,
+    limits: Limits,
+    slots: usize,
+) -> Result<Box<dyn SlotEngine<'f> + 'm>, crate::Error> {
+    match kind {
+        BackendKind::Cpu => Ok(Box::new(Engine::with_slots(loaded, limits, slots)?)),
+        #[cfg(feature = "wgpu")]
+        BackendKind::Wgpu => Ok(Box::new(crate::gpu_engine::GpuEngine::new(
+            loaded,
+            limits,
+            slots,
+            Default::default(),
+        )?)),
+        #[cfg(not(feature = "wgpu"))]
+        BackendKind::Wgpu => Err(crate::Error::BackendUnavailable {
+            backend: "wgpu",
+            why: "this build lacks the `wgpu` feature of glimmer-boards",
+        }),
+        BackendKind::Cuda => Err(crate::Error::BackendUnavailable {
+            backend: "cuda",
+            why: "the daemon has no CUDA engine yet (the CUDA backend runs in `cuda-check`); \
+                  use --backend cpu or wgpu",
+        }),
+    }
 }
 
 /// Loads the model and serves commands until `Shutdown`; `ready` gets the load result.
@@ -116,7 +145,7 @@ pub(crate) fn run(
         ctx: cfg.ctx,
         threads: cfg.threads,
     };
-    let mut engine = match Engine::with_slots(&loaded, limits, cfg.sessions) {
+    let mut engine = match build_engine(cfg.backend, &loaded, limits, cfg.sessions) {
         Ok(e) => e,
         Err(e) => {
             ready.send(Err(e.into())).ok();
@@ -130,10 +159,11 @@ pub(crate) fn run(
     shared.model_name.set(name).ok();
     ready.send(Ok(())).ok();
     log::info!(
-        "model {} loaded: {} slots of {} tokens",
+        "model {} loaded: {} slots of {} tokens, backend {}",
         cfg.model.display(),
         cfg.sessions,
-        cfg.ctx
+        cfg.ctx,
+        engine.describe()
     );
     let prompter = Prompter::for_arch(loaded.spec.arch);
     let dialect = prompter.dialect().unwrap_or(Dialect::Hermes);
@@ -153,7 +183,7 @@ pub(crate) fn run(
     };
     let token_texts = super::constrain::token_texts(&loaded.tokenizer);
     let mut cx = Ctx {
-        engine: &mut engine,
+        engine: &mut *engine,
         prompter,
         shared: &shared,
         tx: &tx,
