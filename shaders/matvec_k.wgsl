@@ -7,6 +7,9 @@
 //   kw_x(q)       the offset, in 16-byte activation words from the block's first, of the 16
 //                 activations the low nibbles of nibble word q multiply (the high nibbles'
 //                 are KW_HI words further);
+//   KwMeta, kw_meta(b, q)  what else nibble word q of the block at word b needs (Q4_K: the
+//                 header word, loaded with the nibble word so both loads are in flight
+//                 together; Q6_K: the block's index, its kw_word loads the rest);
 //   kw_word(..)   the dot of one nibble word with its 32 activations.
 // The host takes this entry only when the rows start 16-byte aligned in the pool (pieces at
 // 256-byte offsets, rows of whole blocks) and the activations at a multiple of 4 values.
@@ -24,8 +27,8 @@
 @group(0) @binding(5) var<storage, read> wq4: array<vec4<u32>>;
 
 // The 16 low-nibble and 16 high-nibble activations of nibble word `q` at `xb` (a 16-byte word
-// index) dotted with word `w0` of row block `b0` and `w1` of row block `b1`.
-fn kw_rows(xb: u32, q: u32, b0: u32, w0: vec4<u32>, b1: u32, w1: vec4<u32>) -> vec2<f32> {
+// index) dotted with word `w0` of one row's block (with `m0`) and `w1` of the other's.
+fn kw_rows(xb: u32, q: u32, m0: KwMeta, w0: vec4<u32>, m1: KwMeta, w1: vec4<u32>) -> vec2<f32> {
     let l0 = x4[xb];
     let l1 = x4[xb + 1u];
     let l2 = x4[xb + 2u];
@@ -37,8 +40,8 @@ fn kw_rows(xb: u32, q: u32, b0: u32, w0: vec4<u32>, b1: u32, w1: vec4<u32>) -> v
     let sl = hsum4((l0 + l1) + (l2 + l3));
     let su = hsum4((u0 + u1) + (u2 + u3));
     return vec2<f32>(
-        kw_word(b0, q, w0, l0, l1, l2, l3, u0, u1, u2, u3, sl, su),
-        kw_word(b1, q, w1, l0, l1, l2, l3, u0, u1, u2, u3, sl, su)
+        kw_word(m0, q, w0, l0, l1, l2, l3, u0, u1, u2, u3, sl, su),
+        kw_word(m1, q, w1, l0, l1, l2, l3, u0, u1, u2, u3, sl, su)
     );
 }
 
@@ -63,18 +66,20 @@ fn kw_body(lid: u32, wid: vec3<u32>, nwg: vec3<u32>, nb_max: u32) {
         let q = e & 7u;
         let b0 = wb0 + KW_BLOCK * blk;
         let b1 = wb1 + KW_BLOCK * blk;
+        let m0 = kw_meta(b0, q);
         let w0 = wq4[b0 + KW_NIB + q];
+        let m1 = kw_meta(b1, q);
         let w1 = wq4[b1 + KW_NIB + q];
         let xb = xo + 64u * blk + kw_x(q);
-        acc0 = acc0 + kw_rows(xb, q, b0, w0, b1, w1);
+        acc0 = acc0 + kw_rows(xb, q, m0, w0, m1, w1);
         if (nb > 1u) {
-            acc1 = acc1 + kw_rows(xb + xs, q, b0, w0, b1, w1);
+            acc1 = acc1 + kw_rows(xb + xs, q, m0, w0, m1, w1);
         }
         if (nb > 2u) {
-            acc2 = acc2 + kw_rows(xb + 2u * xs, q, b0, w0, b1, w1);
+            acc2 = acc2 + kw_rows(xb + 2u * xs, q, m0, w0, m1, w1);
         }
         if (nb > 3u) {
-            acc3 = acc3 + kw_rows(xb + 3u * xs, q, b0, w0, b1, w1);
+            acc3 = acc3 + kw_rows(xb + 3u * xs, q, m0, w0, m1, w1);
         }
     }
     // Lane b of each total: activation row bz + b.
@@ -112,9 +117,11 @@ fn vec_k(
         let q = e & 7u;
         let b0 = wb0 + KW_BLOCK * blk;
         let b1 = wb1 + KW_BLOCK * blk;
+        let m0 = kw_meta(b0, q);
         let w0 = wq4[b0 + KW_NIB + q];
+        let m1 = kw_meta(b1, q);
         let w1 = wq4[b1 + KW_NIB + q];
-        acc = acc + kw_rows(xo + 64u * blk + kw_x(q), q, b0, w0, b1, w1);
+        acc = acc + kw_rows(xo + 64u * blk + kw_x(q), q, m0, w0, m1, w1);
     }
     let s = seg_sum4_n(vec4<f32>(acc, 0.0, 0.0), lid, 32u);
     if (t < 2u && r0 + t < p.rows) {

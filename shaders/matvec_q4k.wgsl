@@ -10,6 +10,16 @@ const KW_BLOCK: u32 = 9u;
 const KW_NIB: u32 = 1u;
 const KW_HI: u32 = 8u;
 
+// The block header (d, dmin, scales), loaded beside the nibble word: fetching it inside
+// `kw_word`, after the activations, made Q4_K 19 % slower on the H200 (BENCHMARKS.md, session 6).
+struct KwMeta {
+    h: vec4<u32>,
+}
+
+fn kw_meta(b: u32, q: u32) -> KwMeta {
+    return KwMeta(wq4[b]);
+}
+
 fn kw_x(q: u32) -> u32 {
     return 16u * (q >> 1u) + 4u * (q & 1u);
 }
@@ -42,16 +52,16 @@ fn k4_scales(h: vec4<u32>, pp: u32) -> vec4<f32> {
     return bitcast<vec4<f32>>(v | vec4<u32>(0x4b000000u)) - vec4<f32>(8388608.0);
 }
 
-// Nibble word `w` (word q of the block whose first 16-byte word is `b`) against its 32
+// Nibble word `w` (word q of the block whose header is `m.h`) against its 32
 // activations (`l*`: the low nibbles' 16, `u*`: the high nibbles' 16, whose sums are `sl`,
 // `su`).
 fn kw_word(
-    b: u32, q: u32, w: vec4<u32>,
+    m: KwMeta, q: u32, w: vec4<u32>,
     l0: vec4<f32>, l1: vec4<f32>, l2: vec4<f32>, l3: vec4<f32>,
     u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>,
     sl: f32, su: f32
 ) -> f32 {
-    let h = wq4[b];
+    let h = m.h;
     let s = k4_scales(h, q >> 1u);
     let dm = unpack2x16float(h.x);
     let vl = k4_lo(w.x) * l0 + k4_lo(w.y) * l1 + k4_lo(w.z) * l2 + k4_lo(w.w) * l3;

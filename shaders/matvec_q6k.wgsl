@@ -11,6 +11,17 @@ const KW_BLOCK: u32 = 14u;
 const KW_NIB: u32 = 0u;
 const KW_HI: u32 = 16u;
 
+// Only the block's first word: `kw_word` loads the top bits, scales and d itself, as the
+// separate Q6_K entry did before the formats shared `vec_k` (both ran at 65 µs a call on the
+// 30B shape's 6656 x 19968 matrix; BENCHMARKS.md, session 6).
+struct KwMeta {
+    b: u32,
+}
+
+fn kw_meta(b: u32, q: u32) -> KwMeta {
+    return KwMeta(b);
+}
+
 fn kw_x(q: u32) -> u32 {
     return 8u * (4u * (q >> 2u) + ((q & 3u) >> 1u)) + 4u * (q & 1u);
 }
@@ -38,11 +49,12 @@ fn k6_scale(s: vec4<u32>, k: u32) -> f32 {
 // Nibble word `w` (word q of block `b`, whose first 16-byte word is at `b`) against its 32
 // activations: `l*` for unit a (sum `sl`), `u*` for unit a + 2 (sum `su`).
 fn kw_word(
-    b: u32, q: u32, w: vec4<u32>,
+    m: KwMeta, q: u32, w: vec4<u32>,
     l0: vec4<f32>, l1: vec4<f32>, l2: vec4<f32>, l3: vec4<f32>,
     u0: vec4<f32>, u1: vec4<f32>, u2: vec4<f32>, u3: vec4<f32>,
     sl: f32, su: f32
 ) -> f32 {
+    let b = m.b;
     let h = q >> 2u;
     let c = (q & 3u) >> 1u;
     let qh = wq4[b + 8u + 2u * h + (q & 1u)];

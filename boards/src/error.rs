@@ -69,6 +69,14 @@ pub enum Error {
     #[cfg(feature = "wgpu")]
     #[error("forward pass on the GPU: {0:?}")]
     GpuForward(ForwardError<glimmer_apple::GpuError>),
+    /// The CUDA device could not be opened, or refused the model (CUDA engine).
+    #[cfg(feature = "cuda")]
+    #[error("CUDA: {0}")]
+    Cuda(glimmer_jetson::CudaError),
+    /// The forward pass failed on the CUDA device.
+    #[cfg(feature = "cuda")]
+    #[error("forward pass on the CUDA device: {0:?}")]
+    CudaForward(ForwardError<glimmer_jetson::CudaError>),
     /// The backend asked for is not available in this build or on this machine.
     #[error("backend {backend} unavailable: {why}")]
     BackendUnavailable {

@@ -18,6 +18,8 @@
 pub mod bench;
 pub mod client;
 pub mod cpu_features;
+#[cfg(all(feature = "cuda", not(target_os = "macos")))]
+pub mod cuda_engine;
 pub mod daemon;
 pub mod engine;
 mod error;

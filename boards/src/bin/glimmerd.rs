@@ -46,8 +46,10 @@ struct Args {
     #[arg(long, default_value = "sim")]
     board: String,
     /// Backend the model runs on: cpu, wgpu (Metal on Apple Silicon, Vulkan elsewhere) or
-    /// cuda [default: the board profile's; sim and linux-x86 use cpu, apple-m3-max-128g wgpu].
-    /// The daemon has no CUDA engine yet, so on the Jetson profiles give --backend cpu or wgpu.
+    /// cuda (decode replays one CUDA graph for every session; needs the NVIDIA driver and
+    /// libnvrtc at run time) [default: the board profile's: cpu for sim and linux-x86, cuda
+    /// for the Jetson boards, wgpu for apple-m3-max-128g]. The GPU engines keep a whole
+    /// context of KV cache per session on the device.
     #[arg(long)]
     backend: Option<String>,
     /// Socket path [default: $XDG_RUNTIME_DIR/glimmer/glimmerd.sock, else

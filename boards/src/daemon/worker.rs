@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use glimmer_core::chat::toolcall::{CallParser, Dialect};
-use glimmer_core::exec::Limits;
+use glimmer_core::exec::{Layout, Limits};
 use glimmer_core::proto::{ErrorCode, Response, Role, SamplingConfig, ToolChoice};
 use glimmer_core::sample::{Sampler, SamplerConfig};
 
@@ -92,9 +92,10 @@ pub(crate) struct Ctx<'e, 'f> {
 fn build_engine<'m, 'f>(
     kind: BackendKind,
     loaded: &'m Loaded<'f>,
-    limits: Limits,
+    layout: &'m Layout,
     slots: usize,
 ) -> Result<Box<dyn SlotEngine<'f> + 'm>, crate::Error> {
+    let limits = layout.limits;
     match kind {
         BackendKind::Cpu => Ok(Box::new(Engine::with_slots(loaded, limits, slots)?)),
         #[cfg(feature = "wgpu")]
@@ -109,10 +110,14 @@ fn build_engine<'m, 'f>(
             backend: "wgpu",
             why: "this build lacks the `wgpu` feature of glimmer-boards",
         }),
+        #[cfg(all(feature = "cuda", not(target_os = "macos")))]
+        BackendKind::Cuda => Ok(Box::new(crate::cuda_engine::CudaEngine::new(
+            loaded, layout, slots, 0, true,
+        )?)),
+        #[cfg(not(all(feature = "cuda", not(target_os = "macos"))))]
         BackendKind::Cuda => Err(crate::Error::BackendUnavailable {
             backend: "cuda",
-            why: "the daemon has no CUDA engine yet (the CUDA backend runs in `cuda-check`); \
-                  use --backend cpu or wgpu",
+            why: "this build has no CUDA engine (macOS, or no `cuda` feature of glimmer-boards)",
         }),
     }
 }
@@ -145,7 +150,15 @@ pub(crate) fn run(
         ctx: cfg.ctx,
         threads: cfg.threads,
     };
-    let mut engine = match build_engine(cfg.backend, &loaded, limits, cfg.sessions) {
+    // The CUDA engine borrows its layout; the others make their own from `limits`.
+    let layout = match Layout::new(&loaded.spec, limits) {
+        Ok(l) => l,
+        Err(e) => {
+            ready.send(Err(crate::Error::Layout(e).into())).ok();
+            return;
+        }
+    };
+    let mut engine = match build_engine(cfg.backend, &loaded, &layout, cfg.sessions) {
         Ok(e) => e,
         Err(e) => {
             ready.send(Err(e.into())).ok();

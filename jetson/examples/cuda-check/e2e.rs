@@ -3,7 +3,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use glimmer_boards::engine::{Engine, Loaded};
+use glimmer_boards::cuda_engine::CudaEngine;
+use glimmer_boards::engine::{Engine, Loaded, SlotEngine};
 use glimmer_boards::model_file::ModelFile;
 use glimmer_core::exec::{Layout, Limits, LogitRows};
 use glimmer_core::kv::KvGeometry;
@@ -133,6 +134,8 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
 
     let mut ok = true;
     let mut logits = vec![0f32; nv];
+    // The device's own eager logits, token by token: what the engine must reproduce.
+    let mut eager = vec![0f32; n * nv];
     for (mode, slot, graph) in [("eager", 0usize, false), ("graph", 1, true)] {
         let (mut tally, mut worst) = (Tally::default(), 0f32);
         for (i, &t) in tokens.iter().enumerate() {
@@ -140,6 +143,9 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
                 .decode_step(slot, t, i as u32, graph)
                 .map_err(|e| format!("{e:?}"))?;
             m.read_logits(&mut logits).map_err(|e| e.to_string())?;
+            if !graph {
+                eager[i * nv..(i + 1) * nv].copy_from_slice(&logits);
+            }
             let cl = &cpu_logits[i * nv..(i + 1) * nv];
             tally.add(cl, top as usize);
             if argmax(&logits) != top as usize {
@@ -182,5 +188,90 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
         tally.exact, tally.near_tie, tally.real
     );
     ok &= tally.real == 0;
+    drop(m);
+    ok &= engine_slots(&loaded, &layout, &tokens, &cpu_logits, &eager, &name)?;
     Ok(ok)
+}
+
+/// The daemon's engine (`glimmerd --backend cuda`) through [`SlotEngine`], two slots: slot 0
+/// prefills the first half in one call, slot 1 decodes from the start token by token with
+/// the graph, then both decode interleaved (one graph, two sessions); then slot 1 is reset
+/// and decodes the first half again over its old entries.
+///
+/// Slot 1's logits must equal the device's eager token-by-token logits bit for bit (the
+/// graph, the other slot's steps and the reset change nothing). Slot 0's (after a prefill,
+/// whose kernels differ) are checked against the CPU like the prefill above.
+fn engine_slots(
+    loaded: &Loaded<'_>,
+    layout: &Layout,
+    tokens: &[u32],
+    cpu_logits: &[f32],
+    eager: &[f32],
+    name: &str,
+) -> Result<bool, String> {
+    let nv = loaded.spec.n_vocab;
+    let n = tokens.len();
+    let half = (n / 2).clamp(1, layout.limits.chunk);
+    let mut e = CudaEngine::new(loaded, layout, 2, 0, true).map_err(|e| e.to_string())?;
+    println!("  engine: {}", e.describe());
+    let mut lg = vec![0f32; nv];
+    let (mut tally, mut worst) = (Tally::default(), 0f32);
+    let (mut same, mut differ) = (0usize, 0usize);
+    let mut vs_cpu = |i: usize, lg: &[f32], tally: &mut Tally| {
+        let cl = &cpu_logits[i * nv..(i + 1) * nv];
+        tally.add(cl, argmax(lg));
+        worst = worst.max(compare(cl, lg).max_rel);
+    };
+    let mut vs_eager = |i: usize, lg: &[f32]| {
+        if lg == &eager[i * nv..(i + 1) * nv] {
+            same += 1;
+        } else {
+            differ += 1;
+        }
+    };
+    let mut step = |e: &mut CudaEngine<'_, '_>, slot: usize, t: &[u32]| {
+        e.forward_slot(slot, t, LogitRows::Last, &mut lg)
+            .map_err(|e| e.to_string())
+            .map(|()| lg.clone())
+    };
+    let l = step(&mut e, 0, &tokens[..half])?;
+    vs_cpu(half - 1, &l, &mut tally);
+    for i in 0..n {
+        vs_eager(i, &step(&mut e, 1, &tokens[i..=i])?);
+        if i >= half {
+            let l = step(&mut e, 0, &tokens[i..=i])?;
+            vs_cpu(i, &l, &mut tally);
+        }
+    }
+    e.reset_slot(1);
+    for i in 0..half {
+        vs_eager(i, &step(&mut e, 1, &tokens[i..=i])?);
+    }
+    let fed_ok =
+        e.slot_pos(0) == n && e.slot_pos(1) == half && e.tokens_fed() == (2 * n + half) as u64;
+    if !fed_ok {
+        println!(
+            "  engine: positions {} {} / fed {} (want {n} {half} / {})",
+            e.slot_pos(0),
+            e.slot_pos(1),
+            e.tokens_fed(),
+            2 * n + half
+        );
+    }
+    let checked = n + 1 - half;
+    println!(
+        "  engine slot 1 (graph, interleaved, reset): {same} steps bit-identical to eager, {differ} differ"
+    );
+    println!(
+        "  engine slot 0 (prefill, then graph): {}, max |dlogit|/max|logit| {worst:.3e}",
+        tally.line(checked)
+    );
+    println!(
+        "SUMMARY|e2e|{name} engine slots|slot 1: {same}/{} bit-identical to eager; slot 0: {}/{checked} exact, {} near-tie, {} real flips|{worst:.3e}",
+        same + differ,
+        tally.exact,
+        tally.near_tie,
+        tally.real
+    );
+    Ok(fed_ok && differ == 0 && tally.real == 0)
 }
