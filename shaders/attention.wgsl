@@ -136,6 +136,80 @@ fn partial(
     }
     l = wg_sum(l, lid);
     let base = part_base(row, h, s);
+    let n_kv = p.n_head / p.group;
+    if (p.f16 != 0u && p.hdv % 8u == 0u && (p.hd * n_kv) % 8u == 0u) {
+        values8(lid, start, n, kvh, base);
+    } else {
+        values1(lid, start, n, kvh, base);
+    }
+    if (lid == 0u) {
+        part[base + p.hdv] = m;
+        part[base + p.hdv + 1u] = l;
+    }
+}
+
+// The weighted value sum of a split for an f16 cache with hdv % 8 == 0: value rows then start
+// 16-byte aligned, and G = hdv / 8 invocations cover one row, eight values a load. The 64
+// invocations take 64 / G keys at a time (each invocation every (64 / G)-th key, two keys a
+// step so that two loads are in flight), and the key lanes are summed through workgroup
+// memory. One invocation per value and key, as `values1` does, left 32-bit loads in a long
+// dependent chain: the split took 62 µs at 48 keys (BENCHMARKS.md, session 6).
+var<workgroup> vo: array<vec4<f32>, 128>;
+
+fn values8(lid: u32, start: u32, n: u32, kvh: u32, base: u32) {
+    let g = p.hdv / 8u;
+    let lanes = max(64u / g, 1u);
+    let c = lid % g;
+    let kl = lid / g;
+    let n_kv = p.n_head / p.group;
+    // 16-byte word of the first value row, and words per cache slot.
+    let v0 = (p.cap * p.hd * n_kv / 2u) / 4u + kvh * g + c;
+    let stride = p.hdv * n_kv / 8u;
+    var oa = vec4<f32>(0.0);
+    var ob = vec4<f32>(0.0);
+    if (kl < lanes) {
+        var j = kl;
+        for (; j + lanes < n; j = j + 2u * lanes) {
+            let w0 = kv4[v0 + ((start + j) % p.cap) * stride];
+            let w1 = kv4[v0 + ((start + j + lanes) % p.cap) * stride];
+            let s0 = sc[j];
+            let s1 = sc[j + lanes];
+            oa = oa + s0 * vec4<f32>(unpack2x16float(w0.x), unpack2x16float(w0.y))
+                + s1 * vec4<f32>(unpack2x16float(w1.x), unpack2x16float(w1.y));
+            ob = ob + s0 * vec4<f32>(unpack2x16float(w0.z), unpack2x16float(w0.w))
+                + s1 * vec4<f32>(unpack2x16float(w1.z), unpack2x16float(w1.w));
+        }
+        if (j < n) {
+            let w0 = kv4[v0 + ((start + j) % p.cap) * stride];
+            let s0 = sc[j];
+            oa = oa + s0 * vec4<f32>(unpack2x16float(w0.x), unpack2x16float(w0.y));
+            ob = ob + s0 * vec4<f32>(unpack2x16float(w0.z), unpack2x16float(w0.w));
+        }
+    }
+    vo[2u * lid] = oa;
+    vo[2u * lid + 1u] = ob;
+    workgroupBarrier();
+    if (lid < g) {
+        var ta = vec4<f32>(0.0);
+        var tb = vec4<f32>(0.0);
+        for (var k = 0u; k < lanes; k = k + 1u) {
+            ta = ta + vo[2u * (k * g + lid)];
+            tb = tb + vo[2u * (k * g + lid) + 1u];
+        }
+        let o = base + 8u * lid;
+        part[o] = ta.x;
+        part[o + 1u] = ta.y;
+        part[o + 2u] = ta.z;
+        part[o + 3u] = ta.w;
+        part[o + 4u] = tb.x;
+        part[o + 5u] = tb.y;
+        part[o + 6u] = tb.z;
+        part[o + 7u] = tb.w;
+    }
+}
+
+// The weighted value sum of a split, one invocation per value (any cache type and width).
+fn values1(lid: u32, start: u32, n: u32, kvh: u32, base: u32) {
     for (var d = lid; d < p.hdv; d = d + 64u) {
         // Four keys a step: four independent loads in flight.
         var o = 0.0;
@@ -151,10 +225,6 @@ fn partial(
             o = o + sc[j] * value((start + j) % p.cap, kvh, d);
         }
         part[base + d] = o;
-    }
-    if (lid == 0u) {
-        part[base + p.hdv] = m;
-        part[base + p.hdv + 1u] = l;
     }
 }
 
