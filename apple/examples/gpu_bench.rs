@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p glimmer-apple --example gpu_bench -- MODEL.gguf \
-//!     [--tokens 128] [--prompt 64] [--ctx 2048] [--bandwidth-gbs 4800] [--kv f16|f32] [--no-subgroups]
+//!     [--tokens 128] [--prompt 64] [--ctx 2048] [--bandwidth-gbs 4800] [--kv f16|f32] [--no-subgroups] [--no-int-dot]
 //!     [--profile] [--gpu-times]
 //! ```
 //! With `--profile`, a further 8 decode steps run with a wait after every backend op, and
@@ -34,6 +34,7 @@ struct Args {
     bandwidth: Option<f64>,
     kv: GpuKvType,
     subgroups: bool,
+    int_dot: bool,
     profile: bool,
     gpu_times: bool,
 }
@@ -48,6 +49,7 @@ fn parse() -> Result<Args, String> {
         bandwidth: None,
         kv: GpuKvType::F16,
         subgroups: true,
+        int_dot: true,
         profile: false,
         gpu_times: false,
     };
@@ -72,6 +74,7 @@ fn parse() -> Result<Args, String> {
                 }
             }
             "--no-subgroups" => a.subgroups = false,
+            "--no-int-dot" => a.int_dot = false,
             _ if a.model.as_os_str().is_empty() => a.model = PathBuf::from(s),
             _ => return Err(format!("unexpected argument {s}")),
         }
@@ -79,7 +82,7 @@ fn parse() -> Result<Args, String> {
     if a.model.as_os_str().is_empty() {
         return Err(
             "usage: gpu_bench MODEL.gguf [--tokens N] [--prompt N] [--ctx N] \
-                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups] [--profile] [--gpu-times]"
+                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups] [--no-int-dot] [--profile] [--gpu-times]"
                 .into(),
         );
     }
@@ -104,12 +107,14 @@ fn run(a: Args) -> Result<(), String> {
     let s = &loaded.spec;
     let ctx = GpuContext::new(GpuOptions {
         subgroups: a.subgroups,
+        int_dot: a.int_dot,
     })
     .map_err(|e| e.to_string())?;
     println!(
-        "adapter: {} (subgroups: {})",
+        "adapter: {} (subgroups: {}, Q4_K int8 dot: {})",
         ctx.describe(),
-        ctx.uses_subgroups()
+        ctx.uses_subgroups(),
+        ctx.uses_int_dot()
     );
     let limits = Limits {
         chunk: a.prompt.min(256),

@@ -56,6 +56,9 @@ pub struct GpuBackend {
     pipes: HashMap<(Kernel, &'static str), wgpu::ComputePipeline>,
     groups: HashMap<GroupKey, wgpu::BindGroup>,
     placeholder: wgpu::Buffer,
+    /// The activation row whose int8 form (`q8`, for `vec_k8`) is in `part` now, if any.
+    /// Every dispatch other than a matmul, and every host write, forgets it.
+    pub(crate) qx: Option<Buf>,
     /// Per-dispatch GPU timestamps, while a profile runs.
     pub(crate) timing: Option<crate::timing::Timing>,
 }
@@ -80,7 +83,15 @@ impl GpuBackend {
             .checked_mul(head_dim_v + 2)
             .and_then(|x| x.checked_mul(max_cap.div_ceil(32)))
             .ok_or(GpuError::TooLarge)?
-            .max(l.limits.logit_rows);
+            .max(l.limits.logit_rows)
+            // One activation row in int8 form for `vec_k8`: 48 bytes per 32 values.
+            .max(
+                [l.xn, l.att, l.gate, l.up]
+                    .iter()
+                    .map(|b| b.len / l.limits.chunk.max(1) / 32 * 12)
+                    .max()
+                    .unwrap_or(0),
+            );
         Self::with_arena(ctx, &regions, l.arena_len, kv, part)
     }
 
@@ -172,6 +183,7 @@ impl GpuBackend {
             groups: HashMap::new(),
             placeholder,
             timing: None,
+            qx: None,
         })
     }
 
@@ -231,6 +243,7 @@ impl GpuBackend {
             return Err(GpuError::BadRegion);
         }
         let (seg, off) = arena::locate(&self.segs, dst)?;
+        self.qx = None;
         self.rec.flush(&self.ctx);
         self.ctx
             .queue
@@ -286,6 +299,9 @@ impl GpuBackend {
     ) -> Result<(), GpuError> {
         if n == 0 || z == 0 {
             return Ok(());
+        }
+        if !matches!(kernel, Kernel::Matmul(_) | Kernel::QuantX) {
+            self.qx = None;
         }
         let pool = pool.unwrap_or(usize::MAX);
         self.pipeline(kernel, entry)?;

@@ -8,11 +8,20 @@ pub struct GpuOptions {
     /// Use subgroup reductions when the adapter supports them (otherwise, or when `false`,
     /// reductions go through workgroup memory).
     pub subgroups: bool,
+    /// Q4_K decode matvecs on int8 activations with four-way integer dot products
+    /// (`dot4I8Packed`; shaders/matvec_q4k_i8.wgsl). Vulkan drivers with
+    /// `VK_KHR_shader_integer_dot_product` run it as one instruction; elsewhere (Metal) naga
+    /// builds it from shifts and multiplies. When `false`, or when the scratch is too small,
+    /// the float form (`vec_k`) runs.
+    pub int_dot: bool,
 }
 
 impl Default for GpuOptions {
     fn default() -> Self {
-        Self { subgroups: true }
+        Self {
+            subgroups: true,
+            int_dot: true,
+        }
     }
 }
 
@@ -23,6 +32,8 @@ pub struct GpuContext {
     pub(crate) limits: wgpu::Limits,
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) subgroups: bool,
+    /// See [`GpuOptions::int_dot`].
+    pub(crate) int_dot: bool,
     /// Whether dispatches can be timed (`TIMESTAMP_QUERY` was granted).
     pub(crate) timestamps: bool,
 }
@@ -75,6 +86,7 @@ impl GpuContext {
             limits,
             info,
             subgroups,
+            int_dot: opts.int_dot,
             timestamps,
         })
     }
@@ -87,6 +99,11 @@ impl GpuContext {
     /// Whether the kernels use subgroup reductions.
     pub fn uses_subgroups(&self) -> bool {
         self.subgroups
+    }
+
+    /// Whether Q4_K decode matvecs use int8 activations ([`GpuOptions::int_dot`]).
+    pub fn uses_int_dot(&self) -> bool {
+        self.int_dot
     }
 
     /// Whether the adapter is a CPU implementation (lavapipe, llvmpipe).

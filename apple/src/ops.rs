@@ -177,6 +177,21 @@ impl Backend for GpuBackend {
         }
         let (sx, ox) = self.at(x)?;
         let (so, oo) = self.at(out)?;
+        // Q4_K decode on int8 activations: the row is quantized into `part` once, and the
+        // matvecs that follow on the same row (Q, K, V; gate, up) reuse it.
+        let int8 = rows == 1
+            && ty == GgmlType::Q4_K
+            && self.ctx.int_dot
+            && cols / 32 * 12 <= self.part_len
+            && e.pieces.iter().all(|pc| pc.base % 16 == 0)
+            && row_bytes % 16 == 0;
+        if int8 && self.qx != Some(x) {
+            self.rec.begin(&self.ctx, &[]);
+            let p = [ox, u(cols)?, 0];
+            let n = u((cols / 32).div_ceil(8))?;
+            self.run(Kernel::QuantX, "q8", [sx, sx, sx], None, 0, &p, n, 1)?;
+            self.qx = Some(x);
+        }
         for i in 0..pieces {
             let pc = self.weights.get(w)?.pieces[i];
             self.rec.begin(&self.ctx, &[]);
@@ -185,7 +200,8 @@ impl Backend for GpuBackend {
                 u(cols)?,
                 u(row_bytes)?,
                 pc.base,
-                ox,
+                // vec_k8 reads the int8 row from the start of `part`.
+                if int8 { 0 } else { ox },
                 oo + u(pc.row0)?,
                 u(w_rows)?,
                 u(rows)?,
@@ -196,6 +212,7 @@ impl Backend for GpuBackend {
             // the rows and activations 16-byte aligned, the entries reading 16-byte words.
             let aligned = pc.base % 16 == 0 && row_bytes % 16 == 0 && ox % 4 == 0;
             let entry = match (rows, ty) {
+                (1, GgmlType::Q4_K) if int8 => "vec_k8",
                 (1, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "vec_k",
                 (_, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "mat_k",
                 (1, _) => "vec",
@@ -211,6 +228,12 @@ impl Backend for GpuBackend {
                 n,
                 z,
             )?;
+        }
+        if self
+            .qx
+            .is_some_and(|q| q.off < out.off + out.len && out.off < q.off + q.len)
+        {
+            self.qx = None;
         }
         Ok(())
     }

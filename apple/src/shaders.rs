@@ -21,6 +21,8 @@ const MATMUL: &str = include_str!("../../shaders/matmul.wgsl");
 const MATVEC_K: &str = include_str!("../../shaders/matvec_k.wgsl");
 const MATVEC_Q4K: &str = include_str!("../../shaders/matvec_q4k.wgsl");
 const MATVEC_Q6K: &str = include_str!("../../shaders/matvec_q6k.wgsl");
+const MATVEC_Q4K_I8: &str = include_str!("../../shaders/matvec_q4k_i8.wgsl");
+const QUANTIZE: &str = include_str!("../../shaders/quantize.wgsl");
 const EMBED: &str = include_str!("../../shaders/embed.wgsl");
 const RMSNORM: &str = include_str!("../../shaders/rmsnorm.wgsl");
 const ROPE: &str = include_str!("../../shaders/rope.wgsl");
@@ -45,6 +47,8 @@ pub(crate) enum Kernel {
     Eltwise,
     /// KV store.
     KvStore,
+    /// Activations to int8 blocks for the integer-dot matvec (entry point `q8`).
+    QuantX,
     /// Attention (entry points `partial`, `combine`).
     Attention,
     /// Row argmax.
@@ -78,6 +82,7 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
         Kernel::Matmul(t) => (MATMUL, Some(t)),
         Kernel::Embed(t) => (EMBED, Some(t)),
         Kernel::RmsNorm => (RMSNORM, None),
+        Kernel::QuantX => (QUANTIZE, None),
         Kernel::Rope => (ROPE, None),
         Kernel::Eltwise => (ELTWISE, None),
         Kernel::KvStore => (KV, None),
@@ -116,6 +121,9 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
         body.push_str(MATVEC_K);
         body.push_str(f);
     }
+    if kernel == Kernel::Matmul(GgmlType::Q4_K) {
+        body.push_str(MATVEC_Q4K_I8);
+    }
     s.push_str(&body.replace("SG_ARGS", args).replace("SG_INIT", init));
     Ok(s)
 }
@@ -129,6 +137,7 @@ mod tests {
     fn every_module_validates() {
         let mut kernels = vec![
             Kernel::RmsNorm,
+            Kernel::QuantX,
             Kernel::Rope,
             Kernel::Eltwise,
             Kernel::KvStore,

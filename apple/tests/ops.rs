@@ -322,6 +322,37 @@ fn exact_matmul(
     (out, mag)
 }
 
+/// How far a Q4_K product on int8 activations (`vec_k8`) may be from the exact one: each
+/// activation moves by at most d / 2 = amax / 254 of its 32-value block, and only the
+/// scale part d·sc·q of each weight multiplies the rounded values (the minima use exact
+/// sums). So |error| ≤ Σ_j |d·sc·q_j| · amax(j) / 254; d·sc·q is the dequantized row with
+/// every block's dmin zeroed. Plus the f32 summation error of the exact check.
+fn int8_tol(data: &[u8], rows: usize, cols: usize, x: &[f32], mag: &[f32]) -> Vec<f32> {
+    let ty = GgmlType::Q4_K;
+    let rb = ty.row_bytes(cols).unwrap();
+    let mut no_min = data.to_vec();
+    for blk in no_min.chunks_exact_mut(144) {
+        blk[2] = 0;
+        blk[3] = 0;
+    }
+    let amax: Vec<f32> = x
+        .chunks_exact(32)
+        .map(|b| b.iter().fold(0f32, |m, v| m.max(v.abs())))
+        .collect();
+    let mut w = vec![0f32; cols];
+    (0..rows)
+        .map(|r| {
+            quant::dequantize_row(ty, &no_min[r * rb..(r + 1) * rb], &mut w).unwrap();
+            let b: f64 = w
+                .iter()
+                .enumerate()
+                .map(|(j, v)| (v.abs() * amax[j / 32]) as f64 / 254.0)
+                .sum();
+            b as f32 * 1.001 + 1e-5 * mag[r] + 1e-6
+        })
+        .collect()
+}
+
 #[test]
 fn matmul_matches_reference_every_format_and_batch() {
     for (vi, ctx) in common::variants().into_iter().enumerate() {
@@ -341,12 +372,18 @@ fn matmul_matches_reference_every_format_and_batch() {
                 p.poison(out);
                 let (c, g) = p.both(out, |b| b.matmul(&t, A.prefix(n * cols), n, out));
                 let (exact, mag) = exact_matmul(ty, data, rows, cols, &x, n);
-                // Against the exact product: f32 summation error.
+                // Against the exact product: f32 summation error (and for one Q4_K row on
+                // int8 activations, their rounding).
+                let tol = if ty == GgmlType::Q4_K && n == 1 && p.gpu.context().uses_int_dot() {
+                    int8_tol(data, rows, cols, &x, &mag)
+                } else {
+                    mag.iter().map(|m| 1e-5 * m + 1e-6).collect()
+                };
                 check(
                     &format!("matmul {ty:?} n={n} vs exact"),
                     &exact,
                     &g,
-                    |i, _| 1e-5 * mag[i] + 1e-6,
+                    |i, _| tol[i],
                 );
                 // Against the CPU, which rounds x to 8 bits per block first: at most
                 // sum|w x| / 127 apart (each x moves by at most amax/254 ≤ |x|max/254).
@@ -365,7 +402,14 @@ fn matmul_matches_reference_every_format_and_batch() {
 /// that leave partial workgroups and partial steps (37 rows, 17 blocks).
 #[test]
 fn matvec_k_quants_aligned_and_unaligned_activations() {
-    for (vi, ctx) in common::variants().into_iter().enumerate() {
+    // Every reduction variant with Q4_K on int8 activations (`vec_k8`, the default), and one
+    // with the float form (`vec_k`) for Q4_K too.
+    let mut ctxs = common::variants();
+    ctxs.extend(common::gpu(glimmer_apple::GpuOptions {
+        int_dot: false,
+        ..Default::default()
+    }));
+    for (vi, ctx) in ctxs.into_iter().enumerate() {
         let mut p = Pair::new(ctx, 30 + vi as u64);
         for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
             let (rows, cols) = (37, 17 * 256);
@@ -382,15 +426,60 @@ fn matvec_k_quants_aligned_and_unaligned_activations() {
                 p.poison(out);
                 let (_, g) = p.both(out, |b| b.matmul(&t, xb, 1, out));
                 let (exact, mag) = exact_matmul(ty, data, rows, cols, &x, 1);
+                let int8 = ty == GgmlType::Q4_K && p.gpu.context().uses_int_dot();
+                let tol = if int8 {
+                    int8_tol(data, rows, cols, &x, &mag)
+                } else {
+                    mag.iter().map(|m| 1e-5 * m + 1e-6).collect()
+                };
                 check(
-                    &format!("matvec {ty:?} x at +{shift}"),
+                    &format!("matvec {ty:?} x at +{shift} (int8: {int8})"),
                     &exact,
                     &g,
-                    |i, _| 1e-5 * mag[i] + 1e-6,
+                    |i, _| tol[i],
                 );
             }
         }
     }
+}
+
+/// The int8 form of an activation row is made once and reused by the matvecs that follow on
+/// the same row; an op that changes the row (here `add`) must make it again. The second
+/// product, of the changed row, is checked against the exact one: a stale int8 row would be
+/// the product of the old values, far outside the rounding bound.
+#[test]
+fn int8_activations_follow_changes_to_the_row() {
+    let Some(ctx) = common::gpu(Default::default()) else {
+        return;
+    };
+    if !ctx.uses_int_dot() {
+        return;
+    }
+    let mut p = Pair::new(ctx, 41);
+    let (rows, cols) = (37, 9 * 256);
+    let data = weights(&mut p.rng, GgmlType::Q4_K, rows, cols);
+    let t = tensor(GgmlType::Q4_K, rows, cols, data);
+    p.gpu.upload(&[&t]).unwrap();
+    let x = A.prefix(cols);
+    let y = C.prefix(cols);
+    let x0 = p.fill(x, 1.0);
+    let dy = p.fill(y, 1.0);
+    let first = B.prefix(rows);
+    let second = Buf {
+        off: B.off + 64,
+        len: rows,
+    };
+    p.poison(second);
+    let (_, g) = p.both(second, |b| {
+        b.matmul(&t, x, 1, first);
+        b.matmul(&t, x, 1, first);
+        b.add(x, y);
+        b.matmul(&t, x, 1, second);
+    });
+    let x1: Vec<f32> = x0.iter().zip(&dy).map(|(a, b)| a + b).collect();
+    let (exact, mag) = exact_matmul(GgmlType::Q4_K, data, rows, cols, &x1, 1);
+    let tol = int8_tol(data, rows, cols, &x1, &mag);
+    check("matvec after the row changed", &exact, &g, |i, _| tol[i]);
 }
 
 #[test]

@@ -22,9 +22,15 @@ pub fn gpu(opts: GpuOptions) -> Option<GpuContext> {
 /// Both reduction variants the adapter supports: workgroup memory, and subgroups if present.
 pub fn variants() -> Vec<GpuContext> {
     let mut v = Vec::new();
-    if let Some(c) = gpu(GpuOptions { subgroups: false }) {
+    if let Some(c) = gpu(GpuOptions {
+        subgroups: false,
+        ..Default::default()
+    }) {
         v.push(c);
-        if let Some(c) = gpu(GpuOptions { subgroups: true }) {
+        if let Some(c) = gpu(GpuOptions {
+            subgroups: true,
+            ..Default::default()
+        }) {
             if c.uses_subgroups() {
                 v.push(c);
             }
