@@ -177,10 +177,10 @@ impl Backend for GpuBackend {
         }
         let (sx, ox) = self.at(x)?;
         let (so, oo) = self.at(out)?;
-        // Q4_K decode on int8 activations: the row is quantized into `part` once, and the
-        // matvecs that follow on the same row (Q, K, V; gate, up) reuse it.
+        // Q4_K and Q6_K decode on int8 activations: the row is quantized into `part` once,
+        // and the matvecs that follow on the same row (Q, K, V; gate, up) reuse it.
         let int8 = rows == 1
-            && ty == GgmlType::Q4_K
+            && matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K)
             && self.ctx.int_dot
             && cols / 32 * 12 <= self.part_len
             && e.pieces.iter().all(|pc| pc.base % 16 == 0)
@@ -212,7 +212,7 @@ impl Backend for GpuBackend {
             // the rows and activations 16-byte aligned, the entries reading 16-byte words.
             let aligned = pc.base % 16 == 0 && row_bytes % 16 == 0 && ox % 4 == 0;
             let entry = match (rows, ty) {
-                (1, GgmlType::Q4_K) if int8 => "vec_k8",
+                (1, GgmlType::Q4_K | GgmlType::Q6_K) if int8 => "vec_k8",
                 (1, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "vec_k",
                 (_, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "mat_k",
                 (1, _) => "vec",

@@ -322,35 +322,58 @@ fn exact_matmul(
     (out, mag)
 }
 
-/// How far a Q4_K product on int8 activations (`vec_k8`) may be from the exact one: each
-/// activation moves by at most d / 2 = amax / 254 of its 32-value block, and only the
-/// scale part d·sc·q of each weight multiplies the rounded values (the minima use exact
-/// sums). So |error| ≤ Σ_j |d·sc·q_j| · amax(j) / 254; d·sc·q is the dequantized row with
-/// every block's dmin zeroed. Plus the f32 summation error of the exact check.
-fn int8_tol(data: &[u8], rows: usize, cols: usize, x: &[f32], mag: &[f32]) -> Vec<f32> {
-    let ty = GgmlType::Q4_K;
+/// What a Q4_K or Q6_K product on int8 activations (`vec_k8`) must give, and how far it may
+/// be from it. The activations are rounded as `q8` does (d = amax / 127 per 32 values,
+/// round half to even), and only the part of each weight that scales with its quantized
+/// value multiplies the rounded values (Q4_K's minima and Q6_K's -32 offset use exact sums).
+/// That part is the dequantized weight less `w0`, the weight the block gives when every
+/// quantized value is zero (its scales kept). So the product is
+/// Σ_j (w_j - w0_j) x̂_j + w0_j x_j, up to f32 summation error and a rounding of x / d that
+/// lands on the other side of a half (allowed twice per row).
+fn int8_expect(
+    ty: GgmlType,
+    data: &[u8],
+    rows: usize,
+    cols: usize,
+    x: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
     let rb = ty.row_bytes(cols).unwrap();
-    let mut no_min = data.to_vec();
-    for blk in no_min.chunks_exact_mut(144) {
-        blk[2] = 0;
-        blk[3] = 0;
+    // The bytes holding the quantized values: Q4_K's nibbles after d, dmin and the scales;
+    // Q6_K's ql and qh before its scales and d.
+    let (block, values) = match ty {
+        GgmlType::Q4_K => (144, 16..144),
+        GgmlType::Q6_K => (210, 0..192),
+        _ => unreachable!("int8 matvecs are Q4_K and Q6_K"),
+    };
+    let mut zero = data.to_vec();
+    for blk in zero.chunks_exact_mut(block) {
+        blk[values.clone()].fill(0);
     }
-    let amax: Vec<f32> = x
-        .chunks_exact(32)
-        .map(|b| b.iter().fold(0f32, |m, v| m.max(v.abs())))
-        .collect();
-    let mut w = vec![0f32; cols];
+    let mut d = Vec::with_capacity(cols);
+    let mut xr = Vec::with_capacity(cols);
+    for b in x.chunks_exact(32) {
+        let amax = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let (db, id) = (amax / 127.0, if amax > 0.0 { 127.0 / amax } else { 0.0 });
+        for &v in b {
+            d.push(db);
+            xr.push(db * (v * id).round_ties_even().clamp(-127.0, 127.0));
+        }
+    }
+    let (mut w, mut w0) = (vec![0f32; cols], vec![0f32; cols]);
     (0..rows)
         .map(|r| {
-            quant::dequantize_row(ty, &no_min[r * rb..(r + 1) * rb], &mut w).unwrap();
-            let b: f64 = w
-                .iter()
-                .enumerate()
-                .map(|(j, v)| (v.abs() * amax[j / 32]) as f64 / 254.0)
-                .sum();
-            b as f32 * 1.001 + 1e-5 * mag[r] + 1e-6
+            quant::dequantize_row(ty, &data[r * rb..(r + 1) * rb], &mut w).unwrap();
+            quant::dequantize_row(ty, &zero[r * rb..(r + 1) * rb], &mut w0).unwrap();
+            let (mut e, mut mag, mut flip) = (0f64, 0f64, 0f32);
+            for j in 0..cols {
+                let (q, z) = ((w[j] - w0[j]) as f64, w0[j] as f64);
+                e += q * xr[j] as f64 + z * x[j] as f64;
+                mag += (q * xr[j] as f64).abs() + (z * x[j] as f64).abs();
+                flip = flip.max((w[j] - w0[j]).abs() * d[j]);
+            }
+            (e as f32, 1e-5 * mag as f32 + 1e-6 + 2.0 * flip)
         })
-        .collect()
+        .unzip()
 }
 
 #[test]
@@ -372,16 +395,17 @@ fn matmul_matches_reference_every_format_and_batch() {
                 p.poison(out);
                 let (c, g) = p.both(out, |b| b.matmul(&t, A.prefix(n * cols), n, out));
                 let (exact, mag) = exact_matmul(ty, data, rows, cols, &x, n);
-                // Against the exact product: f32 summation error (and for one Q4_K row on
-                // int8 activations, their rounding).
-                let tol = if ty == GgmlType::Q4_K && n == 1 && p.gpu.context().uses_int_dot() {
-                    int8_tol(data, rows, cols, &x, &mag)
+                // Against the exact product: f32 summation error (for one Q4_K or Q6_K row
+                // on int8 activations, against the product of the rounded activations).
+                let int8 = matches!(ty, GgmlType::Q4_K | GgmlType::Q6_K);
+                let (want, tol) = if int8 && n == 1 && p.gpu.context().uses_int_dot() {
+                    int8_expect(ty, data, rows, cols, &x)
                 } else {
-                    mag.iter().map(|m| 1e-5 * m + 1e-6).collect()
+                    (exact, mag.iter().map(|m| 1e-5 * m + 1e-6).collect())
                 };
                 check(
                     &format!("matmul {ty:?} n={n} vs exact"),
-                    &exact,
+                    &want,
                     &g,
                     |i, _| tol[i],
                 );
@@ -425,16 +449,16 @@ fn matvec_k_quants_aligned_and_unaligned_activations() {
                 let out = B.prefix(rows);
                 p.poison(out);
                 let (_, g) = p.both(out, |b| b.matmul(&t, xb, 1, out));
-                let (exact, mag) = exact_matmul(ty, data, rows, cols, &x, 1);
-                let int8 = ty == GgmlType::Q4_K && p.gpu.context().uses_int_dot();
-                let tol = if int8 {
-                    int8_tol(data, rows, cols, &x, &mag)
+                let int8 = p.gpu.context().uses_int_dot();
+                let (want, tol) = if int8 {
+                    int8_expect(ty, data, rows, cols, &x)
                 } else {
-                    mag.iter().map(|m| 1e-5 * m + 1e-6).collect()
+                    let (exact, mag) = exact_matmul(ty, data, rows, cols, &x, 1);
+                    (exact, mag.iter().map(|m| 1e-5 * m + 1e-6).collect())
                 };
                 check(
                     &format!("matvec {ty:?} x at +{shift} (int8: {int8})"),
-                    &exact,
+                    &want,
                     &g,
                     |i, _| tol[i],
                 );
@@ -445,8 +469,8 @@ fn matvec_k_quants_aligned_and_unaligned_activations() {
 
 /// The int8 form of an activation row is made once and reused by the matvecs that follow on
 /// the same row; an op that changes the row (here `add`) must make it again. The second
-/// product, of the changed row, is checked against the exact one: a stale int8 row would be
-/// the product of the old values, far outside the rounding bound.
+/// product, of the changed row, is checked against what the rounded new row gives: a stale
+/// int8 row would give the product of the old values.
 #[test]
 fn int8_activations_follow_changes_to_the_row() {
     let Some(ctx) = common::gpu(Default::default()) else {
@@ -477,9 +501,8 @@ fn int8_activations_follow_changes_to_the_row() {
         b.matmul(&t, x, 1, second);
     });
     let x1: Vec<f32> = x0.iter().zip(&dy).map(|(a, b)| a + b).collect();
-    let (exact, mag) = exact_matmul(GgmlType::Q4_K, data, rows, cols, &x1, 1);
-    let tol = int8_tol(data, rows, cols, &x1, &mag);
-    check("matvec after the row changed", &exact, &g, |i, _| tol[i]);
+    let (want, tol) = int8_expect(GgmlType::Q4_K, data, rows, cols, &x1);
+    check("matvec after the row changed", &want, &g, |i, _| tol[i]);
 }
 
 #[test]
