@@ -147,6 +147,42 @@ impl<'f> SlotEngine<'f> for Engine<'_, 'f> {
     }
 }
 
+/// The engine for `kind` over `layout` (made for `loaded`'s model, with the thread count and
+/// context the engine should have), with `slots` sequences; or why it cannot be had in this
+/// build or on this machine. The daemon and `glimmer generate` use it.
+pub fn build_engine<'m, 'f>(
+    kind: BackendKind,
+    loaded: &'m Loaded<'f>,
+    layout: &'m Layout,
+    slots: usize,
+) -> Result<Box<dyn SlotEngine<'f> + 'm>, Error> {
+    let limits = layout.limits;
+    match kind {
+        BackendKind::Cpu => Ok(Box::new(Engine::with_slots(loaded, limits, slots)?)),
+        #[cfg(feature = "wgpu")]
+        BackendKind::Wgpu => Ok(Box::new(crate::gpu_engine::GpuEngine::new(
+            loaded,
+            limits,
+            slots,
+            Default::default(),
+        )?)),
+        #[cfg(not(feature = "wgpu"))]
+        BackendKind::Wgpu => Err(Error::BackendUnavailable {
+            backend: "wgpu",
+            why: "this build lacks the `wgpu` feature of glimmer-boards",
+        }),
+        #[cfg(all(feature = "cuda", not(target_os = "macos")))]
+        BackendKind::Cuda => Ok(Box::new(crate::cuda_engine::CudaEngine::new(
+            loaded, layout, slots, 0, true,
+        )?)),
+        #[cfg(not(all(feature = "cuda", not(target_os = "macos"))))]
+        BackendKind::Cuda => Err(Error::BackendUnavailable {
+            backend: "cuda",
+            why: "this build has no CUDA engine (macOS, or no `cuda` feature of glimmer-boards)",
+        }),
+    }
+}
+
 /// One loaded model on the CPU backend, serving `slots` independent sequences (sessions).
 ///
 /// Each slot has its own KV page table and position in one shared [`PagePool`]; the

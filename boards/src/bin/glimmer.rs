@@ -11,10 +11,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
-use glimmer_boards::engine::{Engine, Loaded};
+use glimmer_boards::engine::{build_engine, BackendKind, Loaded};
 use glimmer_boards::model_file::{default_model_path, ModelFile};
+use glimmer_boards::pool::Pool;
 use glimmer_boards::Error;
-use glimmer_core::exec::{Limits, LogitRows};
+use glimmer_core::exec::{Layout, Limits, LogitRows};
 use glimmer_core::model::Arch;
 use glimmer_core::sample::{Sampler, SamplerConfig};
 
@@ -28,7 +29,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Generate text from a prompt on the CPU backend.
+    /// Generate text from a prompt (on the CPU backend unless --backend says otherwise).
     ///
     /// The prompt is tokenized with the model's own vocabulary (special tokens such as
     /// `<|im_start|>` are recognised), prefilled in chunks, then decoded one token at a time until
@@ -69,6 +70,10 @@ enum Cmd {
         /// Worker threads, the calling thread included [default: available cores].
         #[arg(long)]
         threads: Option<usize>,
+        /// Backend: cpu, wgpu (Metal on Apple Silicon, Vulkan elsewhere) or cuda (NVIDIA
+        /// driver and libnvrtc needed at run time).
+        #[arg(long, default_value = "cpu", value_parser = parse_backend)]
+        backend: BackendKind,
     },
     /// Measure prefill and decode speed, memory bandwidth, and decode against its limit.
     ///
@@ -382,6 +387,7 @@ fn generate(
     ctx: usize,
     ignore_eos: bool,
     threads: Option<usize>,
+    backend: BackendKind,
 ) -> Result<(), Error> {
     let path = model.unwrap_or_else(default_model_path);
     let t_load = Instant::now();
@@ -414,18 +420,17 @@ fn generate(
         chunk: 64,
         logit_rows: 1,
         ctx,
-        threads: 1,
+        threads: threads.unwrap_or_else(Pool::default_threads).max(1),
     };
-    let mut engine = match threads {
-        Some(t) => Engine::with_threads(&loaded, limits, t)?,
-        None => Engine::new(&loaded, limits)?,
-    };
+    let layout = Layout::new(&spec, limits).map_err(Error::Layout)?;
+    let mut engine = build_engine(backend, &loaded, &layout, 1)?;
+    eprintln!("glimmer: backend {}", engine.describe());
     let mut logits = vec![0.0f32; spec.n_vocab];
     let mut scratch = vec![0u32; spec.n_vocab];
     let mut sampler = Sampler::new(cfg);
 
     let t_prefill = Instant::now();
-    engine.forward(&tokens, LogitRows::Last, &mut logits)?;
+    engine.forward_slot(0, &tokens, LogitRows::Last, &mut logits)?;
     let prefill_s = t_prefill.elapsed().as_secs_f64();
 
     let t_decode = Instant::now();
@@ -450,10 +455,10 @@ fn generate(
         out.write_all(&pending[..valid]).ok();
         out.flush().ok();
         pending.drain(..valid);
-        if generated == n_predict || engine.pos() + 1 > engine.ctx() {
+        if generated == n_predict || engine.slot_pos(0) + 1 > engine.ctx() {
             break;
         }
-        engine.forward(&[next], LogitRows::Last, &mut logits)?;
+        engine.forward_slot(0, &[next], LogitRows::Last, &mut logits)?;
     }
     out.write_all(&pending).ok();
     writeln!(out).ok();
@@ -486,6 +491,7 @@ fn main() -> ExitCode {
             ctx,
             ignore_eos,
             threads,
+            backend,
         } => generate(
             model,
             &prompt,
@@ -500,6 +506,7 @@ fn main() -> ExitCode {
             ctx,
             ignore_eos,
             threads,
+            backend,
         ),
         Cmd::Bench(args) => bench(args),
         Cmd::Plan(args) => return plan(args),
@@ -511,4 +518,12 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--backend`: one of the names of [`BackendKind`].
+fn parse_backend(s: &str) -> Result<BackendKind, String> {
+    BackendKind::from_name(s).ok_or_else(|| {
+        let names: Vec<_> = BackendKind::ALL.iter().map(|k| k.name()).collect();
+        format!("unknown backend {s:?} (known: {})", names.join(", "))
+    })
 }

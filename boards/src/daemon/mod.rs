@@ -4,8 +4,10 @@
 //! # How the pieces fit
 //! - [`Daemon::start`] binds the socket ([`listen`]: a 0750 directory, a 0660 socket) and
 //!   starts the engine worker, which loads the model on its own thread ([`worker`]: it owns
-//!   the [`Engine`](crate::engine::Engine), one KV slot per session, and runs sessions
-//!   round-robin, one prefill chunk or one decoded token at a time).
+//!   the engine, one KV slot per session, and runs sessions round-robin, one prefill chunk or
+//!   one decoded token at a time). The engine is any
+//!   [`SlotEngine`](crate::engine::SlotEngine): the CPU [`Engine`](crate::engine::Engine), or
+//!   with `--backend` the wgpu or CUDA one ([`crate::engine::build_engine`]).
 //! - An acceptor thread takes connections; each gets a reader thread ([`conn`]: peer
 //!   credentials, per-uid and in-flight limits, frame errors, a partial-frame timeout) and a
 //!   writer thread ([`outbox`]), so a slow reader never stalls the engine.

@@ -19,7 +19,7 @@ use super::prompt::Prompter;
 use super::session::{AnyTool, Parser, Session};
 use super::shared::{InFlight, Shared};
 use super::DaemonError;
-use crate::engine::{BackendKind, Engine, Loaded, SlotEngine};
+use crate::engine::{Loaded, SlotEngine};
 use crate::model_file::ModelFile;
 
 /// Bytes each slot's tool-call parser may hold (the longest call block).
@@ -88,40 +88,6 @@ pub(crate) struct Ctx<'e, 'f> {
     pub token_texts: &'e [Option<String>],
 }
 
-/// The engine for `kind`, or why it cannot be had in this build.
-fn build_engine<'m, 'f>(
-    kind: BackendKind,
-    loaded: &'m Loaded<'f>,
-    layout: &'m Layout,
-    slots: usize,
-) -> Result<Box<dyn SlotEngine<'f> + 'm>, crate::Error> {
-    let limits = layout.limits;
-    match kind {
-        BackendKind::Cpu => Ok(Box::new(Engine::with_slots(loaded, limits, slots)?)),
-        #[cfg(feature = "wgpu")]
-        BackendKind::Wgpu => Ok(Box::new(crate::gpu_engine::GpuEngine::new(
-            loaded,
-            limits,
-            slots,
-            Default::default(),
-        )?)),
-        #[cfg(not(feature = "wgpu"))]
-        BackendKind::Wgpu => Err(crate::Error::BackendUnavailable {
-            backend: "wgpu",
-            why: "this build lacks the `wgpu` feature of glimmer-boards",
-        }),
-        #[cfg(all(feature = "cuda", not(target_os = "macos")))]
-        BackendKind::Cuda => Ok(Box::new(crate::cuda_engine::CudaEngine::new(
-            loaded, layout, slots, 0, true,
-        )?)),
-        #[cfg(not(all(feature = "cuda", not(target_os = "macos"))))]
-        BackendKind::Cuda => Err(crate::Error::BackendUnavailable {
-            backend: "cuda",
-            why: "this build has no CUDA engine (macOS, or no `cuda` feature of glimmer-boards)",
-        }),
-    }
-}
-
 /// Loads the model and serves commands until `Shutdown`; `ready` gets the load result.
 pub(crate) fn run(
     shared: Arc<Shared>,
@@ -158,7 +124,8 @@ pub(crate) fn run(
             return;
         }
     };
-    let mut engine = match build_engine(cfg.backend, &loaded, &layout, cfg.sessions) {
+    let mut engine = match crate::engine::build_engine(cfg.backend, &loaded, &layout, cfg.sessions)
+    {
         Ok(e) => e,
         Err(e) => {
             ready.send(Err(e.into())).ok();
