@@ -13,7 +13,7 @@ use glimmer_core::kv::KvGeometry;
 use glimmer_core::plan::KvType;
 use glimmer_jetson::{Capacity, CudaBackend, CudaModel, Gpu, KvLayout};
 
-use crate::engine::{Feed, Loaded, SlotEngine};
+use crate::engine::{Feed, Loaded, SlotEngine, Slots};
 use crate::Error;
 
 /// One loaded model on a CUDA device, with `slots` independent sequences.
@@ -21,8 +21,7 @@ pub struct CudaEngine<'m, 'f> {
     loaded: &'m Loaded<'f>,
     model: CudaModel<'m, 'f>,
     layout: &'m Layout,
-    pos: Vec<usize>,
-    fed: u64,
+    slots: Slots,
     graph: bool,
     device: String,
 }
@@ -39,9 +38,7 @@ impl<'m, 'f> CudaEngine<'m, 'f> {
         ordinal: usize,
         graph: bool,
     ) -> Result<Self, Error> {
-        if slots == 0 {
-            return Err(Error::NoSuchSlot(0));
-        }
+        let state = Slots::new(slots, layout.limits.ctx)?;
         let s = &loaded.spec;
         let l: Limits = layout.limits;
         let geo = KvGeometry::new(s, l.ctx, l.chunk, KvType::F16)?;
@@ -49,15 +46,23 @@ impl<'m, 'f> CudaEngine<'m, 'f> {
         let gpu: Arc<Gpu> = Gpu::open(ordinal).map_err(Error::Cuda)?;
         let (major, minor) = gpu.compute_capability();
         let device = format!("{} (sm_{major}{minor})", gpu.name());
+        log::info!(
+            "compiling the kernels (NVRTC, cached on disk) and uploading the weights to {device}"
+        );
+        let t = std::time::Instant::now();
         let mut be =
             CudaBackend::new(gpu, Capacity::for_model(s, layout), kv).map_err(Error::Cuda)?;
         be.upload_model(&loaded.weights).map_err(Error::Cuda)?;
+        log::info!(
+            "{:.2} GB on {device} in {:.1} s",
+            be.device_bytes() as f64 / 1e9,
+            t.elapsed().as_secs_f64()
+        );
         Ok(CudaEngine {
             loaded,
             model: CudaModel::new(s, &loaded.weights, layout, be),
             layout,
-            pos: vec![0; slots],
-            fed: 0,
+            slots: state,
             graph,
             device,
         })
@@ -79,28 +84,12 @@ impl<'f> SlotEngine<'f> for CudaEngine<'_, 'f> {
         format!("cuda on {}, {g}", self.device)
     }
 
-    fn slots(&self) -> usize {
-        self.pos.len()
-    }
-
-    fn slot_pos(&self, slot: usize) -> usize {
-        self.pos.get(slot).copied().unwrap_or(0)
-    }
-
-    fn ctx(&self) -> usize {
-        self.layout.limits.ctx
-    }
-
-    fn tokens_fed(&self) -> u64 {
-        self.fed
+    fn slot_state(&self) -> &Slots {
+        &self.slots
     }
 
     fn reset_slot(&mut self, slot: usize) {
-        // Attention reads only positions below the slot's length; old entries are overwritten
-        // as the new sequence reaches them.
-        if let Some(p) = self.pos.get_mut(slot) {
-            *p = 0;
-        }
+        self.slots.reset(slot);
     }
 
     fn forward_slot(
@@ -110,27 +99,20 @@ impl<'f> SlotEngine<'f> for CudaEngine<'_, 'f> {
         rows: LogitRows,
         logits: &mut [f32],
     ) -> Result<(), Error> {
-        if slot >= self.pos.len() {
-            return Err(Error::NoSuchSlot(slot));
-        }
-        let ctx = self.layout.limits.ctx;
-        let end = self.pos[slot].saturating_add(tokens.len());
-        if end > ctx {
-            return Err(Error::PromptTooLong { prompt: end, ctx });
-        }
+        let (pos, fed) = self.slots.admit(slot, tokens.len())?;
         let n_vocab = self.loaded.spec.n_vocab;
         if let ([token], LogitRows::Last) = (tokens, rows) {
             // A decode step: the graph (or the same kernels launched one by one).
-            let pos = u32::try_from(self.pos[slot]).map_err(|_| Error::TooLarge("position"))?;
+            let at = u32::try_from(*pos).map_err(|_| Error::TooLarge("position"))?;
             self.model
-                .decode_step(slot, *token, pos, self.graph)
+                .decode_step(slot, *token, at, self.graph)
                 .map_err(Error::CudaForward)?;
             let dst = logits
                 .get_mut(..n_vocab)
                 .ok_or(Error::TooLarge("logits buffer"))?;
             self.model.read_logits(dst).map_err(Error::Cuda)?;
-            self.pos[slot] += 1;
-            self.fed += 1;
+            *pos += 1;
+            *fed += 1;
             return Ok(());
         }
         let (model, backend) = self.model.parts();
@@ -140,8 +122,8 @@ impl<'f> SlotEngine<'f> for CudaEngine<'_, 'f> {
             chunk_rows: Feed::chunk_rows(self.layout, rows),
             tokens,
             rows,
-            pos: &mut self.pos[slot],
-            fed: &mut self.fed,
+            pos,
+            fed,
         }
         .run(backend, logits, Error::CudaForward)
     }

@@ -85,6 +85,80 @@ impl core::fmt::Display for BackendKind {
     }
 }
 
+/// Each slot's length (tokens in its KV cache) and the tokens fed through the model in all:
+/// the bookkeeping every [`SlotEngine`] keeps, whatever its backend.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slots {
+    pos: Vec<usize>,
+    fed: u64,
+    ctx: usize,
+}
+
+impl Slots {
+    /// `n` empty slots of `ctx` tokens each (at least one slot).
+    pub fn new(n: usize, ctx: usize) -> Result<Self, Error> {
+        if n == 0 {
+            return Err(Error::NoSuchSlot(0));
+        }
+        Ok(Slots {
+            pos: vec![0; n],
+            fed: 0,
+            ctx,
+        })
+    }
+
+    /// Number of slots.
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Always `false`: there is at least one slot.
+    pub fn is_empty(&self) -> bool {
+        self.pos.is_empty()
+    }
+
+    /// Tokens in `slot` (0 for a slot that does not exist).
+    pub fn pos(&self, slot: usize) -> usize {
+        self.pos.get(slot).copied().unwrap_or(0)
+    }
+
+    /// Tokens fed through the model, all slots together.
+    pub fn fed(&self) -> u64 {
+        self.fed
+    }
+
+    /// Context length of each slot.
+    pub fn ctx(&self) -> usize {
+        self.ctx
+    }
+
+    /// Empties `slot` (nothing for a slot that does not exist).
+    pub fn reset(&mut self, slot: usize) {
+        if let Some(p) = self.pos.get_mut(slot) {
+            *p = 0;
+        }
+    }
+
+    /// Sets `slot`'s length to `n` (a shared prefix).
+    fn set(&mut self, slot: usize, n: usize) {
+        if let Some(p) = self.pos.get_mut(slot) {
+            *p = n;
+        }
+    }
+
+    /// Checks that `slot` exists and that `n` more tokens fit its context; returns its length
+    /// and the fed-token count, for a feed to advance.
+    pub(crate) fn admit(&mut self, slot: usize, n: usize) -> Result<(&mut usize, &mut u64), Error> {
+        let ctx = self.ctx;
+        let pos = self.pos.get_mut(slot).ok_or(Error::NoSuchSlot(slot))?;
+        let end = pos.saturating_add(n);
+        if end > ctx {
+            return Err(Error::PromptTooLong { prompt: end, ctx });
+        }
+        Ok((pos, &mut self.fed))
+    }
+}
+
 /// What the daemon needs of an engine, whatever its backend: sequences held in slots, token
 /// chunks fed to a slot, logits back. [`Engine`] (CPU) and, with the `wgpu` feature,
 /// [`GpuEngine`](crate::gpu_engine::GpuEngine) implement it.
@@ -93,16 +167,28 @@ pub trait SlotEngine<'f> {
     fn loaded(&self) -> &Loaded<'f>;
     /// The backend, with the device it runs on (`cpu, 2 threads`, `wgpu on …`).
     fn describe(&self) -> String;
-    /// Number of slots.
-    fn slots(&self) -> usize;
-    /// Tokens already in `slot`'s KV cache (0 for a slot that does not exist).
-    fn slot_pos(&self, slot: usize) -> usize;
-    /// Context length of each slot.
-    fn ctx(&self) -> usize;
-    /// Tokens fed through the model so far, all slots together.
-    fn tokens_fed(&self) -> u64;
-    /// Forgets `slot`'s sequence.
+    /// The slots' lengths and the fed-token count.
+    fn slot_state(&self) -> &Slots;
+    /// Forgets `slot`'s sequence. (The GPU engines only reset its length: attention reads
+    /// only positions below it, and old entries are overwritten as the new sequence reaches
+    /// them. The CPU engine also returns the slot's KV pages to its pool.)
     fn reset_slot(&mut self, slot: usize);
+    /// Number of slots.
+    fn slots(&self) -> usize {
+        self.slot_state().len()
+    }
+    /// Tokens already in `slot`'s KV cache (0 for a slot that does not exist).
+    fn slot_pos(&self, slot: usize) -> usize {
+        self.slot_state().pos(slot)
+    }
+    /// Context length of each slot.
+    fn ctx(&self) -> usize {
+        self.slot_state().ctx()
+    }
+    /// Tokens fed through the model so far, all slots together.
+    fn tokens_fed(&self) -> u64 {
+        self.slot_state().fed()
+    }
     /// Feeds `tokens` to `slot` after what it holds, and writes the logits of the requested
     /// rows to `logits` (`n_vocab` values per row).
     fn forward_slot(
@@ -121,17 +207,8 @@ impl<'f> SlotEngine<'f> for Engine<'_, 'f> {
     fn describe(&self) -> String {
         format!("cpu, {} threads", self.threads())
     }
-    fn slots(&self) -> usize {
-        Engine::slots(self)
-    }
-    fn slot_pos(&self, slot: usize) -> usize {
-        Engine::slot_pos(self, slot)
-    }
-    fn ctx(&self) -> usize {
-        Engine::ctx(self)
-    }
-    fn tokens_fed(&self) -> u64 {
-        Engine::tokens_fed(self)
+    fn slot_state(&self) -> &Slots {
+        &self.slots
     }
     fn reset_slot(&mut self, slot: usize) {
         Engine::reset_slot(self, slot)
@@ -198,9 +275,8 @@ pub struct Engine<'m, 'f> {
     arena: Vec<f32>,
     scratch: Vec<u8>,
     kv: PagePool<Vec<u16>, Vec<u32>>,
-    pos: Vec<usize>,
+    slots: Slots,
     kernels: Kernels,
-    fed: u64,
     pool: Pool,
     profile: Option<OpTimes>,
 }
@@ -280,9 +356,8 @@ impl<'m, 'f> Engine<'m, 'f> {
             arena: prefault(vec![0.0; layout.arena_len]),
             scratch: prefault(vec![0; layout.quant_scratch_bytes]),
             kv: PagePool::new(geo, slots, pages, data, meta)?,
-            pos: vec![0; slots],
+            slots: Slots::new(slots, layout.limits.ctx)?,
             kernels: Kernels::select(crate::cpu_features::detect()),
-            fed: 0,
             pool,
             profile: None,
         })
@@ -305,7 +380,7 @@ impl<'m, 'f> Engine<'m, 'f> {
         let pages = self.kv.pages();
         EngineBytes {
             kv: kv::data_len(g, pages).unwrap_or(0) as u64 * 2,
-            kv_meta: kv::meta_len(g, self.pos.len(), pages).unwrap_or(0) as u64 * 4,
+            kv_meta: kv::meta_len(g, self.slots.len(), pages).unwrap_or(0) as u64 * 4,
             activations: self.arena.len() as u64 * 4,
             scratch: self.scratch.len() as u64,
         }
@@ -331,7 +406,7 @@ impl<'m, 'f> Engine<'m, 'f> {
     pub fn share_prefix(&mut self, src: usize, dst: usize, n: usize) -> Result<(), Error> {
         let src_len = self.slot_pos(src);
         self.kv.share_prefix(src, dst, n, src_len)?;
-        self.pos[dst] = n;
+        self.slots.set(dst, n);
         Ok(())
     }
 
@@ -342,23 +417,23 @@ impl<'m, 'f> Engine<'m, 'f> {
 
     /// Number of slots.
     pub fn slots(&self) -> usize {
-        self.pos.len()
+        self.slots.len()
     }
 
     /// Tokens already in slot 0's KV cache.
     pub fn pos(&self) -> usize {
-        self.pos[0]
+        self.slots.pos(0)
     }
 
     /// Tokens already in `slot`'s KV cache (0 for a slot that does not exist).
     pub fn slot_pos(&self, slot: usize) -> usize {
-        self.pos.get(slot).copied().unwrap_or(0)
+        self.slots.pos(slot)
     }
 
     /// Tokens fed through the model so far, all slots together. A caller can read it before
     /// and after a step to show which tokens were (re)computed.
     pub fn tokens_fed(&self) -> u64 {
-        self.fed
+        self.slots.fed()
     }
 
     /// Context length.
@@ -384,8 +459,8 @@ impl<'m, 'f> Engine<'m, 'f> {
 
     /// Forgets `slot`'s sequence and returns its KV pages to the pool.
     pub fn reset_slot(&mut self, slot: usize) {
-        if let Some(p) = self.pos.get_mut(slot) {
-            *p = 0;
+        if slot < self.slots.len() {
+            self.slots.reset(slot);
             // The slot exists, so releasing it cannot fail.
             let _ = self.kv.release(slot);
         }
@@ -411,9 +486,7 @@ impl<'m, 'f> Engine<'m, 'f> {
         rows: LogitRows,
         logits: &mut [f32],
     ) -> Result<(), Error> {
-        if slot >= self.pos.len() {
-            return Err(Error::NoSuchSlot(slot));
-        }
+        let (pos, fed) = self.slots.admit(slot, tokens.len())?;
         let s = &self.loaded.spec;
         let kv = self.kv.slot(slot)?;
         let mut backend = CpuBackend::new(
@@ -434,8 +507,8 @@ impl<'m, 'f> Engine<'m, 'f> {
             chunk_rows: Feed::chunk_rows(&self.layout, rows),
             tokens,
             rows,
-            pos: &mut self.pos[slot],
-            fed: &mut self.fed,
+            pos,
+            fed,
         };
         match &mut self.profile {
             Some(times) => feed.run(

@@ -11,7 +11,7 @@ use glimmer_core::exec::{Layout, Limits, LogitRows, Model};
 use glimmer_core::kv::KvGeometry;
 use glimmer_core::plan::KvType;
 
-use crate::engine::{Feed, Loaded, SlotEngine};
+use crate::engine::{Feed, Loaded, SlotEngine, Slots};
 use crate::Error;
 
 /// One loaded model on the GPU, with `slots` independent sequences.
@@ -22,8 +22,7 @@ pub struct GpuEngine<'m, 'f> {
     loaded: &'m Loaded<'f>,
     layout: Layout,
     backend: GpuBackend,
-    pos: Vec<usize>,
-    fed: u64,
+    slots: Slots,
     device: String,
 }
 
@@ -38,9 +37,7 @@ impl<'m, 'f> GpuEngine<'m, 'f> {
         slots: usize,
         opts: GpuOptions,
     ) -> Result<Self, Error> {
-        if slots == 0 {
-            return Err(Error::NoSuchSlot(0));
-        }
+        let state = Slots::new(slots, limits.ctx)?;
         let s = &loaded.spec;
         let layout = Layout::new(s, limits).map_err(Error::Layout)?;
         let geo = KvGeometry::new(s, limits.ctx, limits.chunk, KvType::F16)?;
@@ -49,13 +46,19 @@ impl<'m, 'f> GpuEngine<'m, 'f> {
         let device = ctx.describe();
         let mut backend =
             GpuBackend::new(ctx, &layout, shape, s.n_head, s.head_dim_v).map_err(Error::Gpu)?;
+        log::info!("uploading the weights to {device}");
+        let t = std::time::Instant::now();
         backend.upload_model(&loaded.weights).map_err(Error::Gpu)?;
+        log::info!(
+            "{:.2} GB of weights on {device} in {:.1} s",
+            backend.weight_bytes() as f64 / 1e9,
+            t.elapsed().as_secs_f64()
+        );
         Ok(GpuEngine {
             loaded,
             layout,
             backend,
-            pos: vec![0; slots],
-            fed: 0,
+            slots: state,
             device,
         })
     }
@@ -75,28 +78,12 @@ impl<'f> SlotEngine<'f> for GpuEngine<'_, 'f> {
         format!("wgpu on {}", self.device)
     }
 
-    fn slots(&self) -> usize {
-        self.pos.len()
-    }
-
-    fn slot_pos(&self, slot: usize) -> usize {
-        self.pos.get(slot).copied().unwrap_or(0)
-    }
-
-    fn ctx(&self) -> usize {
-        self.layout.limits.ctx
-    }
-
-    fn tokens_fed(&self) -> u64 {
-        self.fed
+    fn slot_state(&self) -> &Slots {
+        &self.slots
     }
 
     fn reset_slot(&mut self, slot: usize) {
-        // Attention reads only positions below the slot's length, so the old entries need no
-        // clearing: they are overwritten as the new sequence reaches them.
-        if let Some(p) = self.pos.get_mut(slot) {
-            *p = 0;
-        }
+        self.slots.reset(slot);
     }
 
     fn forward_slot(
@@ -106,16 +93,7 @@ impl<'f> SlotEngine<'f> for GpuEngine<'_, 'f> {
         rows: LogitRows,
         logits: &mut [f32],
     ) -> Result<(), Error> {
-        if slot >= self.pos.len() {
-            return Err(Error::NoSuchSlot(slot));
-        }
-        let end = self.pos[slot].saturating_add(tokens.len());
-        if end > self.layout.limits.ctx {
-            return Err(Error::PromptTooLong {
-                prompt: end,
-                ctx: self.layout.limits.ctx,
-            });
-        }
+        let (pos, fed) = self.slots.admit(slot, tokens.len())?;
         self.backend.set_slot(slot).map_err(Error::Gpu)?;
         let model = Model {
             spec: &self.loaded.spec,
@@ -127,8 +105,8 @@ impl<'f> SlotEngine<'f> for GpuEngine<'_, 'f> {
             chunk_rows: Feed::chunk_rows(&self.layout, rows),
             tokens,
             rows,
-            pos: &mut self.pos[slot],
-            fed: &mut self.fed,
+            pos,
+            fed,
         }
         .run(&mut self.backend, logits, Error::GpuForward)
     }
