@@ -1,9 +1,12 @@
-//! `glimmerd` on the wgpu backend (lavapipe in CI, Metal on Apple Silicon) with the real
-//! default model: a constrained agentic turn makes the same tool call as on the CPU backend,
-//! with no re-prefill after the result; a session slot reused after another session closed
-//! gives what a fresh slot gives (the old KV entries are never read).
+//! `glimmerd` on the GPU engines with the real default model: wgpu (lavapipe in CI, Metal on
+//! Apple Silicon) and CUDA (Jetson, NVIDIA GPUs). On each, a constrained agentic turn makes
+//! the same tool call as on the CPU backend, with no re-prefill after the result, and a
+//! session slot reused after another session closed gives what a fresh slot gives (the old KV
+//! entries are never read).
 //!
-//! Without a GPU adapter the tests skip with a message, unless `GLIMMER_REQUIRE_GPU=1` (CI).
+//! Without a Vulkan/Metal adapter the wgpu test skips with a message, unless
+//! `GLIMMER_REQUIRE_GPU=1` (CI). Without a CUDA driver (CI has none) the CUDA test skips with a
+//! message, unless `GLIMMER_REQUIRE_CUDA=1`.
 
 mod daemon_common;
 
@@ -13,26 +16,45 @@ use glimmer_boards::client::Event;
 use glimmer_boards::daemon::{Daemon, DaemonConfig, DaemonError};
 use glimmer_boards::engine::BackendKind;
 use glimmer_core::proto::ToolChoice;
+use glimmer_jetson::CudaError;
 
 const MSG: &str =
     "Read the temperature of the cpu zone: call read_temperature with {\"zone\": \"cpu\"}.";
 
-/// A daemon on the wgpu backend, or `None` (with a message) when no adapter exists.
-fn start_gpu(mut cfg: DaemonConfig) -> Option<Daemon> {
-    cfg.backend = BackendKind::Wgpu;
+/// Whether a daemon that failed to start with `e` on `kind` lacks the device (rather than
+/// failing on it).
+fn no_device(kind: BackendKind, e: &glimmer_boards::Error) -> bool {
+    use glimmer_boards::Error as E;
+    match kind {
+        BackendKind::Wgpu => matches!(e, E::Gpu(GpuError::NoAdapter)),
+        BackendKind::Cuda => matches!(
+            e,
+            E::Cuda(CudaError::NoDriver | CudaError::NoNvrtc | CudaError::Unavailable)
+                | E::BackendUnavailable { .. }
+        ),
+        BackendKind::Cpu => false,
+    }
+}
+
+/// A daemon on `kind`, or `None` (with a message) when this machine has no such device.
+fn start_on(kind: BackendKind, mut cfg: DaemonConfig) -> Option<Daemon> {
+    cfg.backend = kind;
+    let (var, hint) = match kind {
+        BackendKind::Cuda => ("GLIMMER_REQUIRE_CUDA", "no CUDA driver or device"),
+        _ => (
+            "GLIMMER_REQUIRE_GPU",
+            "no Vulkan/Metal adapter (install mesa-vulkan-drivers for lavapipe)",
+        ),
+    };
     match Daemon::start(cfg, std::sync::Arc::new(TestTools)) {
         Ok(d) => Some(d),
         Err(DaemonError::Model(e))
-            if matches!(*e, glimmer_boards::Error::Gpu(GpuError::NoAdapter))
-                && std::env::var("GLIMMER_REQUIRE_GPU").as_deref() != Ok("1") =>
+            if no_device(kind, &e) && std::env::var(var).as_deref() != Ok("1") =>
         {
-            eprintln!(
-                "SKIP: no Vulkan/Metal adapter (install mesa-vulkan-drivers for lavapipe); \
-                 set GLIMMER_REQUIRE_GPU=1 to make this a failure"
-            );
+            eprintln!("SKIP: {hint} ({e}); set {var}=1 to make this a failure");
             None
         }
-        Err(e) => panic!("wgpu daemon did not start: {e}"),
+        Err(e) => panic!("{kind} daemon did not start: {e}"),
     }
 }
 
@@ -72,13 +94,22 @@ fn tool_turn(d: &Daemon) -> (TurnLog, u64) {
 }
 
 #[test]
-fn gpu_daemon_makes_the_cpu_daemons_tool_call() {
+fn wgpu_daemon_makes_the_cpu_daemons_tool_call() {
+    gpu_daemon_makes_the_cpu_daemons_tool_call(BackendKind::Wgpu);
+}
+
+#[test]
+fn cuda_daemon_makes_the_cpu_daemons_tool_call() {
+    gpu_daemon_makes_the_cpu_daemons_tool_call(BackendKind::Cuda);
+}
+
+fn gpu_daemon_makes_the_cpu_daemons_tool_call(kind: BackendKind) {
     let Some(model) = model() else { return };
-    let Some(gpu) = start_gpu(config(model.clone())) else {
+    let Some(gpu) = start_on(kind, config(model.clone())) else {
         return;
     };
     let (g, g_fed) = tool_turn(&gpu);
-    eprintln!("gpu turn: {:?}", g.events);
+    eprintln!("{kind} turn: {:?}", g.events);
     let (g_calls, g_results) = calls(&g);
     assert!(!g_calls.is_empty(), "the forced turn made no call: {g:?}");
     assert_eq!(g_calls[0].0, "read_temperature");
