@@ -1,16 +1,23 @@
 // Row-wise RMSNorm: out = x / sqrt(mean(x^2) + eps) * w (w may be null: gain 1). The sum of
 // squares is taken in f64 as the CPU reference does. x == out is allowed: each thread writes
 // only the elements it read. grid: rows; block: any multiple of 32 up to 1024.
+// With ADD, x += y first (the residual add, as the CPU's `add` rounds it), written back to x;
+// both loops give a thread the same elements, so it reads back only what it wrote.
 
-template <bool Q>
-__device__ __forceinline__ void rmsnorm_row(const float* x, const float* __restrict__ w, float* out, int dim,
-                                            float eps, i8* __restrict__ q, float2* __restrict__ ds) {
+template <bool Q, bool ADD>
+__device__ __forceinline__ void rmsnorm_row(float* x, const float* __restrict__ y, const float* __restrict__ w,
+                                            float* out, int dim, float eps, i8* __restrict__ q,
+                                            float2* __restrict__ ds) {
     __shared__ double part[32];
-    const float* xr = x + (size_t)blockIdx.x * dim;
+    float* xr = x + (size_t)blockIdx.x * dim;
     float* orow = out + (size_t)blockIdx.x * dim;
     double s = 0.0;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        const float v = xr[i];
+        float v = xr[i];
+        if (ADD) {
+            v = __fadd_rn(v, y[(size_t)blockIdx.x * dim + i]);
+            xr[i] = v;
+        }
         s += (double)(v * v);
     }
 #pragma unroll
@@ -47,12 +54,26 @@ __device__ __forceinline__ void rmsnorm_row(const float* x, const float* __restr
 
 extern "C" __global__ void rmsnorm_f32(const float* x, const float* __restrict__ w, float* out, int dim,
                                        float eps) {
-    rmsnorm_row<false>(x, w, out, dim, eps, nullptr, nullptr);
+    rmsnorm_row<false, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, nullptr, nullptr);
 }
 
 // RMSNorm that also leaves its output quantized to q8_1 blocks in `q`/`ds`, for the matmul that
 // reads it next. Needs dim a multiple of 32 and a block of whole warps.
 extern "C" __global__ void rmsnorm_q8_f32(const float* x, const float* __restrict__ w, float* out, int dim,
                                           float eps, i8* __restrict__ q, float2* __restrict__ ds) {
-    rmsnorm_row<true>(x, w, out, dim, eps, q, ds);
+    rmsnorm_row<true, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds);
+}
+
+// The residual add and the next norm in one launch: x += y, then out = rmsnorm(x) * w
+// (`Backend::add_rmsnorm`); out must not overlap x or y.
+extern "C" __global__ void add_rmsnorm_f32(float* x, const float* __restrict__ y, const float* __restrict__ w,
+                                           float* out, int dim, float eps) {
+    rmsnorm_row<false, true>(x, y, w, out, dim, eps, nullptr, nullptr);
+}
+
+// The same, also leaving out quantized to q8_1 for the matmul that reads it next.
+extern "C" __global__ void add_rmsnorm_q8_f32(float* x, const float* __restrict__ y, const float* __restrict__ w,
+                                              float* out, int dim, float eps, i8* __restrict__ q,
+                                              float2* __restrict__ ds) {
+    rmsnorm_row<true, true>(x, y, w, out, dim, eps, q, ds);
 }

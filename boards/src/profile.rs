@@ -21,6 +21,8 @@ pub enum Op {
     Embed,
     /// RMSNorm.
     RmsNorm,
+    /// A residual add with the next RMSNorm (`Backend::add_rmsnorm`).
+    AddNorm,
     /// A single matmul of fewer than [`WIDE_MATMUL_ROWS`] output rows (attention output,
     /// FFN down).
     Matmul,
@@ -44,9 +46,10 @@ pub enum Op {
 
 impl Op {
     /// Every op, in table order.
-    pub const ALL: [Op; 11] = [
+    pub const ALL: [Op; 12] = [
         Op::Embed,
         Op::RmsNorm,
+        Op::AddNorm,
         Op::Matmul,
         Op::MatmulWide,
         Op::MatmulMany,
@@ -63,6 +66,7 @@ impl Op {
         match self {
             Op::Embed => "embed",
             Op::RmsNorm => "rmsnorm",
+            Op::AddNorm => "add + rmsnorm",
             Op::Matmul => "matmul",
             Op::MatmulWide => "matmul, wide (head)",
             Op::MatmulMany => "matmul qkv",
@@ -195,6 +199,18 @@ impl<B: Backend> Backend for Profiled<'_, '_, B> {
         out: Buf,
     ) -> Result<(), B::Error> {
         self.timed(Op::RmsNorm, |b| b.rmsnorm(x, weight, dim, eps, out))
+    }
+
+    fn add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), B::Error> {
+        self.timed(Op::AddNorm, |b| b.add_rmsnorm(x, y, weight, dim, eps, out))
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), B::Error> {

@@ -39,6 +39,9 @@ pub(crate) struct Fns {
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
     pub rmsnorm_q8: CudaFunction,
+    /// Residual add + RMSNorm, without and with the q8_1 output.
+    pub add_rmsnorm: CudaFunction,
+    pub add_rmsnorm_q8: CudaFunction,
     pub rope: CudaFunction,
     pub add: CudaFunction,
     pub scale: CudaFunction,
@@ -70,6 +73,8 @@ impl Fns {
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,
             rmsnorm_q8: f("rmsnorm_q8_f32")?,
+            add_rmsnorm: f("add_rmsnorm_f32")?,
+            add_rmsnorm_q8: f("add_rmsnorm_q8_f32")?,
             rope: f("rope_f32")?,
             add: f("add_f32")?,
             scale: f("scale_f32")?,

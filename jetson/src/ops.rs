@@ -195,6 +195,77 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// RMSNorm of `x` into `out`, after `x += y` when `y` is given (one launch either way).
+    fn norm(
+        &mut self,
+        x: Buf,
+        y: Option<Buf>,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        self.qx = None;
+        let w = match weight {
+            Some(t) => {
+                let d = self.weight(t)?;
+                if d.ty != GgmlType::F32 || d.rows * d.cols != dim {
+                    return Err(CudaError::UnknownWeight(t.id));
+                }
+                d.ptr
+            }
+            None => 0,
+        };
+        if dim == 0
+            || !x.len.is_multiple_of(dim)
+            || out.len != x.len
+            || (x != out && !disjoint(x, out))
+        {
+            return Err(CudaError::BadRegion);
+        }
+        let (xp, op) = (self.at(x)?, self.at(out)?);
+        let rows = x.len / dim;
+        if rows == 0 {
+            return Ok(());
+        }
+        // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
+        let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
+        let mut args = vec![Arg::P(xp)];
+        if let Some(y) = y {
+            args.push(Arg::P(self.at(y)?));
+        }
+        let base = args.len();
+        args.extend([
+            Arg::P(w),
+            Arg::P(op),
+            Arg::int(dim)?,
+            Arg::F(eps),
+            Arg::P(self.aq.ptr()),
+            Arg::P(self.ads.ptr()),
+        ]);
+        // A norm over whole rows of a matmul's width (the pre-attention, pre-FFN and output
+        // norms) also quantizes its output for that matmul, saving it a launch.
+        let fuse = dim.is_multiple_of(32)
+            && dim >= FUSED_NORM_MIN_DIM
+            && rows <= self.cap.chunk
+            && dim <= self.cap.max_cols.div_ceil(32) * 32;
+        let gpu = self.gpu.clone();
+        let fns = gpu.fns();
+        let (plain, q8) = match y {
+            Some(_) => (&fns.add_rmsnorm, &fns.add_rmsnorm_q8),
+            None => (&fns.rmsnorm, &fns.rmsnorm_q8),
+        };
+        if fuse {
+            gpu.launch(raw(q8), (rows as u32, 1, 1), threads, &args)?;
+            self.qx = Some((op, rows, dim));
+            Ok(())
+        } else {
+            gpu.launch(raw(plain), (rows as u32, 1, 1), threads, &args[..base + 4])
+        }
+    }
+}
+
 impl Backend for CudaBackend {
     type Error = CudaError;
 
@@ -233,56 +304,22 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
-        self.qx = None;
-        let w = match weight {
-            Some(t) => {
-                let d = self.weight(t)?;
-                if d.ty != GgmlType::F32 || d.rows * d.cols != dim {
-                    return Err(CudaError::UnknownWeight(t.id));
-                }
-                d.ptr
-            }
-            None => 0,
-        };
-        if dim == 0
-            || !x.len.is_multiple_of(dim)
-            || out.len != x.len
-            || (x != out && !disjoint(x, out))
-        {
+        self.norm(x, None, weight, dim, eps, out)
+    }
+
+    fn add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        if y.len != x.len || !disjoint(x, y) || !disjoint(y, out) || x == out {
             return Err(CudaError::BadRegion);
         }
-        let (xp, op) = (self.at(x)?, self.at(out)?);
-        let rows = x.len / dim;
-        if rows == 0 {
-            return Ok(());
-        }
-        // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
-        let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
-        let args = [
-            Arg::P(xp),
-            Arg::P(w),
-            Arg::P(op),
-            Arg::int(dim)?,
-            Arg::F(eps),
-            Arg::P(self.aq.ptr()),
-            Arg::P(self.ads.ptr()),
-        ];
-        // A norm over whole rows of a matmul's width (the pre-attention, pre-FFN and output
-        // norms) also quantizes its output for that matmul, saving it a launch.
-        let fuse = dim.is_multiple_of(32)
-            && dim >= FUSED_NORM_MIN_DIM
-            && rows <= self.cap.chunk
-            && dim <= self.cap.max_cols.div_ceil(32) * 32;
-        let fns = self.gpu.fns();
-        if fuse {
-            self.gpu
-                .launch(raw(&fns.rmsnorm_q8), (rows as u32, 1, 1), threads, &args)?;
-            self.qx = Some((op, rows, dim));
-            Ok(())
-        } else {
-            self.gpu
-                .launch(raw(&fns.rmsnorm), (rows as u32, 1, 1), threads, &args[..5])
-        }
+        self.norm(x, Some(y), weight, dim, eps, out)
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {

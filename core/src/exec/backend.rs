@@ -74,6 +74,22 @@ pub trait Backend {
         out: Buf,
     ) -> Result<(), Self::Error>;
 
+    /// The residual add and the next norm: `x += y`, then `out = rmsnorm(x) · weight` row by
+    /// row (rows of `dim`). The default is [`Backend::add`] then [`Backend::rmsnorm`]; a GPU
+    /// backend may do both in one pass over the row (one launch instead of two).
+    fn add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), Self::Error> {
+        self.add(x, y)?;
+        self.rmsnorm(x, weight, dim, eps, out)
+    }
+
     /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), Self::Error>;
 

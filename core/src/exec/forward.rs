@@ -126,8 +126,11 @@ impl Model<'_, '_> {
         }
 
         for (il, lw) in w.layers.iter().enumerate() {
-            // Attention block.
-            b.rmsnorm(x, Some(&lw.attn_norm), s.n_embd, s.eps, xn)?;
+            // Attention block. After the first layer, the previous layer's residual add has
+            // already normed x into xn (`add_rmsnorm`).
+            if il == 0 {
+                b.rmsnorm(x, Some(&lw.attn_norm), s.n_embd, s.eps, xn)?;
+            }
             // Q, K, V (and Glimmer's output gate) read the same normed input: one call.
             let og = l.ogate.prefix(n * s.n_head * s.head_dim_v);
             match &lw.attn_gate {
@@ -188,16 +191,19 @@ impl Model<'_, '_> {
             if let Some(pn) = &lw.post_attn_norm {
                 b.rmsnorm(proj, Some(pn), s.n_embd, s.post_norm_eps, proj)?;
             }
-            b.add(x, proj)?;
-
-            // FFN block.
-            b.rmsnorm(x, Some(&lw.ffn_norm), s.n_embd, s.eps, xn)?;
+            // The residual add, and the FFN block's norm.
+            b.add_rmsnorm(x, proj, Some(&lw.ffn_norm), s.n_embd, s.eps, xn)?;
             b.matmul_gated(&lw.w_gate, &lw.w_up, xn, n, gate, up, s.activation)?;
             b.matmul(&lw.w_down, gate, n, proj)?;
             if let Some(pn) = &lw.post_ffn_norm {
                 b.rmsnorm(proj, Some(pn), s.n_embd, s.post_norm_eps, proj)?;
             }
-            b.add(x, proj)?;
+            // The residual add, and the next layer's attention norm (the last layer's output
+            // norm takes only the rows whose logits are wanted, below).
+            match w.layers.get(il + 1) {
+                Some(next) => b.add_rmsnorm(x, proj, Some(&next.attn_norm), s.n_embd, s.eps, xn)?,
+                None => b.add(x, proj)?,
+            }
         }
 
         if out_rows > 0 {

@@ -124,6 +124,14 @@ trait DynBackend {
         out: Buf,
     ) -> Result<(), String>;
     fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String>;
+    fn b_add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String>;
     fn b_rope(
         &mut self,
         x: Buf,
@@ -156,6 +164,17 @@ impl<T: Backend> DynBackend for T {
     }
     fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String> {
         self.matmul(w, x, rows, out).map_err(|e| format!("{e:?}"))
+    }
+    fn b_add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String> {
+        self.add_rmsnorm(x, y, w, dim, 1e-5, out)
+            .map_err(|e| format!("{e:?}"))
     }
     fn b_rope(
         &mut self,
@@ -344,6 +363,32 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             matmul_tol(GgmlType::Q4_K),
         )?;
     }
+    // The residual add and the next norm in one launch (the CPU runs `add` then `rmsnorm`):
+    // x itself (the add, exact) and the norm, with and without the q8_1 output a matmul then
+    // reads.
+    for rows in [1usize, 7] {
+        let xr = buf(A, rows * cols);
+        let yr = buf(D, rows * cols);
+        let nb = buf(B, rows * cols);
+        let mo = buf(C, rows * 96);
+        let yv = rng.vec(yr.len, 1.0);
+        p.put(xr, &xv[..xr.len])?;
+        p.put(yr, &yv)?;
+        p.poison(nb)?;
+        p.poison(mo)?;
+        p.run(|b| {
+            b.b_add_rmsnorm(xr, yr, Some(&gt), cols, nb)?;
+            b.b_matmul(&wt, nb, rows, mo)
+        })?;
+        ok &= p.check(&format!("add_rmsnorm_x_rows{rows}"), xr, 0.0)?;
+        ok &= p.check(&format!("add_rmsnorm_out_rows{rows}"), nb, 1e-5)?;
+        ok &= p.check(
+            &format!("add_rmsnorm_then_matmul_q4_K_rows{rows}"),
+            mo,
+            matmul_tol(GgmlType::Q4_K),
+        )?;
+    }
+    p.put(x, &xv)?;
     p.run(|b| b.b_rmsnorm(x, None, cols, x))?;
     ok &= p.check("rmsnorm_f32_inplace", x, 1e-5)?;
 
