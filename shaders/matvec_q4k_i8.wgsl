@@ -1,5 +1,6 @@
 // Q4_K decode matvec on int8 activations: `vec_k8`. Appended to the Q4_K matmul module after
-// matvec_k.wgsl and matvec_q4k.wgsl (it uses `k4_scales`, `wq4`, `flat_wg`, `seg_sum4_n`).
+// matvec_k.wgsl, matvec_q4k.wgsl and matvec_k8.wgsl (it uses `k4_scales`, `wq4`, `flat_wg`,
+// `seg_sum4_n`, `xq4`, `k8_dot`).
 //
 // The activation row was first quantized by `q8` (quantize.wgsl) into `part`: per 32 values,
 // 32 int8 and (d, sum of the first 16, sum of the last 16). The layout of work is vec_k's:
@@ -10,15 +11,6 @@
 // where the float form (kw_word) costs about 100 operations, and the activations read are a
 // quarter of the bytes. The rounding of the activations (at most d / 2 = max|x| / 254 per
 // value, relative to its 32-value block) is the price; the minima use the exact sums.
-//
-// p.x_off is the 16-byte word in `part` where the int8 values start (their (d, sums) words
-// follow the cols / 32 pairs of value words).
-@group(0) @binding(7) var<storage, read_write> xq4: array<vec4<u32>>;
-
-fn k8_dot(w: vec4<u32>, x: vec4<u32>) -> i32 {
-    return (dot4I8Packed(w.x, x.x) + dot4I8Packed(w.y, x.y))
-        + (dot4I8Packed(w.z, x.z) + dot4I8Packed(w.w, x.w));
-}
 
 // Nibble word `w` (word q of a block with header `h`) against int8 activations `xa` (sub-block
 // a's half) and `xb` (sub-block a + 1's), whose (d, sum) are `fa`, `fb`.

@@ -1,5 +1,6 @@
 // Q6_K decode matvec on int8 activations: `vec_k8`. Appended to the Q6_K matmul module after
-// matvec_k.wgsl and matvec_q6k.wgsl (it uses `wq4`, `flat_wg`, `seg_sum4_n`, `k6_scale`); the
+// matvec_k.wgsl, matvec_q6k.wgsl and matvec_k8.wgsl (it uses `wq4`, `flat_wg`, `seg_sum4_n`,
+// `k6_scale`, `xq4`, `k8_dot`); the
 // activation row was quantized by `q8` (quantize.wgsl), as for Q4_K (matvec_q4k_i8.wgsl).
 //
 // The work layout and the block words are vec_k's (see matvec_q6k.wgsl): nibble word q of the
@@ -8,12 +9,6 @@
 // A byte's 6-bit value v (0..63) is the nibble OR-ed with its two top bits shifted up by four:
 // five bit operations for four values, then one dot4I8Packed (v < 128 reads the same as a
 // signed byte). sum((v - 32) x) = d_x sum(v q_x) - 32 sum(x), with the exact sum of x.
-@group(0) @binding(7) var<storage, read_write> xq4: array<vec4<u32>>;
-
-fn k8_dot(w: vec4<u32>, x: vec4<u32>) -> i32 {
-    return (dot4I8Packed(w.x, x.x) + dot4I8Packed(w.y, x.y))
-        + (dot4I8Packed(w.z, x.z) + dot4I8Packed(w.w, x.w));
-}
 
 // Nibble word `w` (word q of the block at 16-byte word `b`) against int8 activations `xa`
 // (unit a's half) and `xb` (unit a + 2's), whose (d, sum) are `fa`, `fb`.

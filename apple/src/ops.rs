@@ -229,10 +229,7 @@ impl Backend for GpuBackend {
                 z,
             )?;
         }
-        if self
-            .qx
-            .is_some_and(|q| q.off < out.off + out.len && out.off < q.off + q.len)
-        {
+        if self.qx.is_some_and(|q| !q.disjoint(out)) {
             self.qx = None;
         }
         Ok(())

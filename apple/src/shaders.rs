@@ -21,6 +21,7 @@ const MATMUL: &str = include_str!("../../shaders/matmul.wgsl");
 const MATVEC_K: &str = include_str!("../../shaders/matvec_k.wgsl");
 const MATVEC_Q4K: &str = include_str!("../../shaders/matvec_q4k.wgsl");
 const MATVEC_Q6K: &str = include_str!("../../shaders/matvec_q6k.wgsl");
+const MATVEC_K8: &str = include_str!("../../shaders/matvec_k8.wgsl");
 const MATVEC_Q4K_I8: &str = include_str!("../../shaders/matvec_q4k_i8.wgsl");
 const MATVEC_Q6K_I8: &str = include_str!("../../shaders/matvec_q6k_i8.wgsl");
 const QUANTIZE: &str = include_str!("../../shaders/quantize.wgsl");
@@ -122,10 +123,14 @@ pub(crate) fn source(kernel: Kernel, subgroups: bool) -> Result<String, GpuError
         body.push_str(MATVEC_K);
         body.push_str(f);
     }
-    match kernel {
-        Kernel::Matmul(GgmlType::Q4_K) => body.push_str(MATVEC_Q4K_I8),
-        Kernel::Matmul(GgmlType::Q6_K) => body.push_str(MATVEC_Q6K_I8),
-        _ => {}
+    let int8 = match kernel {
+        Kernel::Matmul(GgmlType::Q4_K) => Some(MATVEC_Q4K_I8),
+        Kernel::Matmul(GgmlType::Q6_K) => Some(MATVEC_Q6K_I8),
+        _ => None,
+    };
+    if let Some(f) = int8 {
+        body.push_str(MATVEC_K8);
+        body.push_str(f);
     }
     s.push_str(&body.replace("SG_ARGS", args).replace("SG_INIT", init));
     Ok(s)

@@ -1,6 +1,6 @@
 //! [`Engine`]: one model bound to the CPU backend, with its arena, scratch and KV cache, and
 //! [`SlotEngine`], what the daemon needs of any engine (the CPU one here, the wgpu one in
-//! [`crate::gpu_engine`]).
+//! `gpu_engine`, the CUDA one in `cuda_engine`), with [`build_engine`] to pick one.
 
 use glimmer_core::cpu::CpuBackend;
 use glimmer_core::exec::{Backend, ForwardError, Layout, Limits, LogitRows, Model, Parallel};
@@ -76,6 +76,18 @@ impl BackendKind {
     /// The kind called `name`, if any.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl core::str::FromStr for BackendKind {
+    type Err = String;
+
+    /// The kind called `s`, or an error that lists the known names.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::from_name(s).ok_or_else(|| {
+            let names: Vec<_> = Self::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown backend {s:?} (known: {})", names.join(", "))
+        })
     }
 }
 
@@ -160,8 +172,8 @@ impl Slots {
 }
 
 /// What the daemon needs of an engine, whatever its backend: sequences held in slots, token
-/// chunks fed to a slot, logits back. [`Engine`] (CPU) and, with the `wgpu` feature,
-/// [`GpuEngine`](crate::gpu_engine::GpuEngine) implement it.
+/// chunks fed to a slot, logits back. [`Engine`] (CPU) implements it, and so do `GpuEngine`
+/// (feature `wgpu`) and `CudaEngine` (feature `cuda`).
 pub trait SlotEngine<'f> {
     /// The loaded model (tokenizer, spec, weights).
     fn loaded(&self) -> &Loaded<'f>;

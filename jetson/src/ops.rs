@@ -56,10 +56,6 @@ pub(crate) fn auto_team_target(cols: usize) -> usize {
     }
 }
 
-fn disjoint(a: Buf, b: Buf) -> bool {
-    a.off + a.len <= b.off || b.off + b.len <= a.off
-}
-
 impl CudaBackend {
     /// Launches an element-wise kernel whose arguments are `(x, [y,] ..., n)`.
     fn elementwise(
@@ -193,9 +189,7 @@ impl CudaBackend {
             Arg::int(l.caps[layer])?,
         ])
     }
-}
 
-impl CudaBackend {
     /// RMSNorm of `x` into `out`, after `x += y` when `y` is given (one launch either way).
     fn norm(
         &mut self,
@@ -220,7 +214,7 @@ impl CudaBackend {
         if dim == 0
             || !x.len.is_multiple_of(dim)
             || out.len != x.len
-            || (x != out && !disjoint(x, out))
+            || (x != out && !x.disjoint(out))
         {
             return Err(CudaError::BadRegion);
         }
@@ -231,37 +225,46 @@ impl CudaBackend {
         }
         // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
         let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
-        let mut args = vec![Arg::P(xp)];
-        if let Some(y) = y {
-            args.push(Arg::P(self.at(y)?));
-        }
-        let base = args.len();
-        args.extend([
+        // (x, [y,] w, out, dim, eps, q, ds): the kernels without q8 output stop before q.
+        let [w, o, d, e, q, ds] = [
             Arg::P(w),
             Arg::P(op),
             Arg::int(dim)?,
             Arg::F(eps),
             Arg::P(self.aq.ptr()),
             Arg::P(self.ads.ptr()),
-        ]);
+        ];
+        let (with_y, without_y);
+        let args: &[Arg] = match y {
+            Some(y) => {
+                with_y = [Arg::P(xp), Arg::P(self.at(y)?), w, o, d, e, q, ds];
+                &with_y
+            }
+            None => {
+                without_y = [Arg::P(xp), w, o, d, e, q, ds];
+                &without_y
+            }
+        };
         // A norm over whole rows of a matmul's width (the pre-attention, pre-FFN and output
         // norms) also quantizes its output for that matmul, saving it a launch.
         let fuse = dim.is_multiple_of(32)
             && dim >= FUSED_NORM_MIN_DIM
             && rows <= self.cap.chunk
             && dim <= self.cap.max_cols.div_ceil(32) * 32;
-        let gpu = self.gpu.clone();
-        let fns = gpu.fns();
+        let fns = self.gpu.fns();
         let (plain, q8) = match y {
             Some(_) => (&fns.add_rmsnorm, &fns.add_rmsnorm_q8),
             None => (&fns.rmsnorm, &fns.rmsnorm_q8),
         };
         if fuse {
-            gpu.launch(raw(q8), (rows as u32, 1, 1), threads, &args)?;
+            self.gpu
+                .launch(raw(q8), (rows as u32, 1, 1), threads, args)?;
             self.qx = Some((op, rows, dim));
             Ok(())
         } else {
-            gpu.launch(raw(plain), (rows as u32, 1, 1), threads, &args[..base + 4])
+            let plain_args = &args[..args.len() - 2];
+            self.gpu
+                .launch(raw(plain), (rows as u32, 1, 1), threads, plain_args)
         }
     }
 }
@@ -316,7 +319,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
-        if y.len != x.len || !disjoint(x, y) || !disjoint(y, out) || x == out {
+        if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
             return Err(CudaError::BadRegion);
         }
         self.norm(x, Some(y), weight, dim, eps, out)
@@ -324,7 +327,7 @@ impl Backend for CudaBackend {
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
         let d = self.weight(w)?;
-        if x.len != rows * d.cols || out.len != rows * d.rows || !disjoint(x, out) {
+        if x.len != rows * d.cols || out.len != rows * d.rows || !x.disjoint(out) {
             return Err(CudaError::BadRegion);
         }
         if rows > self.cap.chunk {
@@ -543,7 +546,7 @@ impl Backend for CudaBackend {
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {
         self.qx = None;
-        if gate.len != up.len || !disjoint(gate, up) {
+        if gate.len != up.len || !gate.disjoint(up) {
             return Err(CudaError::BadRegion);
         }
         let (g, u) = (self.at(gate)?, self.at(up)?);
@@ -557,7 +560,7 @@ impl Backend for CudaBackend {
 
     fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CudaError> {
         self.qx = None;
-        if x.len != gate.len || !disjoint(x, gate) {
+        if x.len != gate.len || !x.disjoint(gate) {
             return Err(CudaError::BadRegion);
         }
         let (xp, g) = (self.at(x)?, self.at(gate)?);
@@ -578,7 +581,7 @@ impl Backend for CudaBackend {
 
     fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {
         self.qx = None;
-        if x.len != y.len || !disjoint(x, y) {
+        if x.len != y.len || !x.disjoint(y) {
             return Err(CudaError::BadRegion);
         }
         let (xp, yp) = (self.at(x)?, self.at(y)?);

@@ -72,7 +72,7 @@ enum Cmd {
         threads: Option<usize>,
         /// Backend: cpu, wgpu (Metal on Apple Silicon, Vulkan elsewhere) or cuda (NVIDIA
         /// driver and libnvrtc needed at run time).
-        #[arg(long, default_value = "cpu", value_parser = parse_backend)]
+        #[arg(long, default_value = "cpu")]
         backend: BackendKind,
     },
     /// Measure prefill and decode speed, memory bandwidth, and decode against its limit.
@@ -518,12 +518,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `--backend`: one of the names of [`BackendKind`].
-fn parse_backend(s: &str) -> Result<BackendKind, String> {
-    BackendKind::from_name(s).ok_or_else(|| {
-        let names: Vec<_> = BackendKind::ALL.iter().map(|k| k.name()).collect();
-        format!("unknown backend {s:?} (known: {})", names.join(", "))
-    })
 }

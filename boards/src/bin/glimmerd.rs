@@ -169,15 +169,13 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     let backend_name = a.backend.as_deref().unwrap_or(profile.default_backend);
-    let Some(backend) = BackendKind::from_name(backend_name) else {
-        let names: Vec<_> = BackendKind::ALL.iter().map(|k| k.name()).collect();
-        eprintln!(
-            "glimmerd: error: unknown backend {backend_name:?} (known: {})",
-            names.join(", ")
-        );
-        return ExitCode::FAILURE;
+    cfg.backend = match backend_name.parse::<BackendKind>() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("glimmerd: error: {e}");
+            return ExitCode::FAILURE;
+        }
     };
-    cfg.backend = backend;
     // The board's sensors and actuators; the watchdog runs until the daemon exits.
     let mut _watchdog = None;
     let host: Arc<dyn ToolHost> = if a.no_board_tools {

@@ -27,6 +27,11 @@ impl Buf {
             len: rows * width,
         }
     }
+
+    /// Whether the two regions share no element.
+    pub const fn disjoint(self, other: Buf) -> bool {
+        self.off + self.len <= other.off || other.off + other.len <= self.off
+    }
 }
 
 /// Shape and masking of one attention call.
