@@ -18,6 +18,7 @@ extern "C" __global__ void kv_store_f16(u16* kv, const u32* __restrict__ slot, u
                                         u64 v_off, int cap, const float* __restrict__ k,
                                         const float* __restrict__ v, int k_dim, int v_dim,
                                         const u32* __restrict__ pos) {
+    pdl_begin();
     const int r = blockIdx.x;
     const u64 s = pos[r] % (u32)cap;
     u16* base = kv + (u64)slot[0] * slot_stride;
@@ -47,6 +48,7 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
            u64 slot_stride, u64 k_off, u64 v_off, int cap, const u32* __restrict__ pos, int n_head,
            int n_head_kv, int head_dim, int head_dim_v, float scale, int window, int max_splits, int min_keys,
            float* __restrict__ part, float2* __restrict__ ml) {
+    pdl_begin();
     __shared__ float sq[MAX_HEAD];
     __shared__ float wacc[ATT_WARPS][MAX_HEAD];
     __shared__ float wm[ATT_WARPS], wl[ATT_WARPS];
@@ -121,6 +123,7 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
 extern "C" __global__ void attn_combine(const float* __restrict__ part, const float2* __restrict__ ml,
                                         const u32* __restrict__ pos, int n_head, int head_dim_v, int window,
                                         int max_splits, int min_keys, float* __restrict__ out) {
+    pdl_begin();
     const int h = blockIdx.x, r = blockIdx.y;
     int first, n;
     visible(pos[r], window, &first, &n);

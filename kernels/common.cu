@@ -55,6 +55,25 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+// Programmatic dependent launch (sm_90 and later; nothing on older GPUs). The host launches
+// every kernel with programmatic stream serialization, so a kernel may start while the one
+// before it on the stream is still running. Each kernel therefore calls `pdl_begin()` before
+// it touches any memory another kernel writes or reads: it waits until the previous kernel has
+// finished and its writes are visible, then lets the next kernel start its own blocks. Only
+// memory no kernel writes (the weights) may be read before it: the GEMVs prefetch their first
+// weight bytes into L2 there, which overlaps the previous kernel's tail.
+__device__ __forceinline__ void pdl_begin() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Starts fetching the 128-byte line at `p` into L2 (read-only data).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // Little-endian u16 at any address.
 __device__ __forceinline__ u16 ld_u16(const u8* p) { return (u16)((u32)p[0] | ((u32)p[1] << 8)); }
 

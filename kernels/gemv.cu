@@ -175,6 +175,10 @@ __device__ __forceinline__ void gemv_q(const u8* __restrict__ w, u64 row_bytes, 
     float acc[NR];
 #pragma unroll
     for (int r = 0; r < NR; ++r) acc[r] = 0.0f;
+    // The lane's first sub-block, into L2 while the previous kernel finishes.
+    const int sb0 = (warp % wpr) * 32 + lane;
+    if (sb0 < nsub) prefetch_l2(w + (size_t)min(row, n_out - 1) * row_bytes + (size_t)sb0 * row_bytes / nsub);
+    pdl_begin();
     if (row < n_out) {
         const u8* wr = w + (size_t)row * row_bytes;
         const int team = wpr * 32;
@@ -237,6 +241,7 @@ __device__ __forceinline__ float wf(int ty, const u8* row, int i) {
 extern "C" __global__ void gemv_float(const u8* __restrict__ w, int ty, u64 row_bytes, int n_out, int cols,
                                       const float* __restrict__ x, float* __restrict__ out) {
     const int lane = threadIdx.x & 31;
+    pdl_begin();
     const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (row >= n_out) return;
     const u8* wr = w + (size_t)row * row_bytes;

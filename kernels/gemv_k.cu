@@ -153,11 +153,15 @@ __device__ __forceinline__ void gemv_k1(const u8* __restrict__ w, u64 row_bytes,
     const i8* a = aq + ar * cols;
     const float2* ad = ads + ar * (cols >> 5);
     float acc[1] = {0.0f};
+    const u8* wr = w + (size_t)min(row, n_out - 1) * row_bytes;
+    const int t = (warp % wpr) * 32 + lane;
+    const int c = t & 7;
+    const int step = wpr * 4;  // super-blocks per team pass
+    // Each thread's first two weight chunks, into L2 while the previous kernel finishes.
+    if (t >> 3 < nb) prefetch_l2(wr + (size_t)(t >> 3) * BB + 16 * c);
+    if ((t >> 3) + step < nb) prefetch_l2(wr + (size_t)((t >> 3) + step) * BB + 16 * c);
+    pdl_begin();
     if (row < n_out) {
-        const u8* wr = w + (size_t)row * row_bytes;
-        const int t = (warp % wpr) * 32 + lane;
-        const int c = t & 7;
-        const int step = wpr * 4;  // super-blocks per team pass
         int kb = t >> 3;
         float v0 = 0.0f, v1 = 0.0f;
         for (; kb + step < nb; kb += 2 * step) {
@@ -200,7 +204,11 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
     const int c = lane & 7;
     const u8* wr[RW];
 #pragma unroll
-    for (int r = 0; r < RW; ++r) wr[r] = w + (size_t)min(row0 + r, n_out - 1) * row_bytes;
+    for (int r = 0; r < RW; ++r) {
+        wr[r] = w + (size_t)min(row0 + r, n_out - 1) * row_bytes;
+        if (lane >> 3 < nb) prefetch_l2(wr[r] + (size_t)(lane >> 3) * BB + 16 * c);
+    }
+    pdl_begin();
     float acc[RW];
 #pragma unroll
     for (int r = 0; r < RW; ++r) acc[r] = 0.0f;

@@ -8,6 +8,7 @@ template <bool Q, bool ADD>
 __device__ __forceinline__ void rmsnorm_row(float* x, const float* __restrict__ y, const float* __restrict__ w,
                                             float* out, int dim, float eps, i8* __restrict__ q,
                                             float2* __restrict__ ds) {
+    pdl_begin();
     __shared__ double part[32];
     float* xr = x + (size_t)blockIdx.x * dim;
     float* orow = out + (size_t)blockIdx.x * dim;

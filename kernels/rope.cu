@@ -5,6 +5,7 @@
 
 extern "C" __global__ void rope_f32(float* x, int n_heads, int head_dim, int rope_dim,
                                     const u32* __restrict__ pos, float theta_scale, int style) {
+    pdl_begin();
     const int half = rope_dim >> 1;
     const int r = blockIdx.x;
     const float p = (float)pos[r];

@@ -6,6 +6,7 @@
 //! graph capture).
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
@@ -27,6 +28,8 @@ pub struct Gpu {
     fns: Fns,
     sm_count: u32,
     cc: (i32, i32),
+    /// Launch with programmatic stream serialization (see [`Gpu::set_pdl`]).
+    pdl: AtomicBool,
 }
 
 impl Gpu {
@@ -53,12 +56,14 @@ impl Gpu {
         let ptx = compile::ptx_for(cc.0, cc.1)?;
         let module = ctx.load_module(ptx)?;
         let fns = Fns::load(&module)?;
+        let pdl = cc.0 >= 9 && std::env::var_os("GLIMMER_CUDA_PDL").is_none_or(|v| v != "0");
         Ok(Arc::new(Gpu {
             ctx,
             stream,
             fns,
             sm_count: sm_count.max(1) as u32,
             cc,
+            pdl: AtomicBool::new(pdl),
         }))
     }
 
@@ -70,6 +75,21 @@ impl Gpu {
     /// Compute capability `(major, minor)`.
     pub fn compute_capability(&self) -> (i32, i32) {
         self.cc
+    }
+
+    /// Whether kernels are launched with programmatic dependent launch: each may start while
+    /// the previous one on the stream finishes, and waits for it (`pdl_begin` in
+    /// `kernels/common.cu`) before touching memory other kernels use. On by default from
+    /// compute capability 9.0 (Hopper); `GLIMMER_CUDA_PDL=0` turns it off.
+    pub fn pdl(&self) -> bool {
+        self.pdl.load(Ordering::Relaxed)
+    }
+
+    /// Turns programmatic dependent launch on or off for later launches (ignored below
+    /// compute capability 9.0, where the kernels have no wait to pair with it). A captured
+    /// graph keeps the setting it was captured with.
+    pub fn set_pdl(&self, on: bool) {
+        self.pdl.store(on && self.cc.0 >= 9, Ordering::Relaxed);
     }
 
     /// Streaming multiprocessors.
@@ -182,20 +202,45 @@ impl Gpu {
         for (p, s) in ptrs.iter_mut().zip(store.iter_mut()) {
             *p = s as *mut u64 as *mut c_void;
         }
-        // SAFETY: every kernel parameter is a pointer, i32, u64, i64 or f32 read from the start
-        // of an 8-byte little-endian slot (the low bytes hold the 4-byte values); `args` matches
-        // the kernel's parameter list (each call site mirrors its kernel's signature); the
-        // slots outlive the call, which copies them.
-        unsafe {
-            result::launch_kernel(
-                f,
-                grid,
-                (block, 1, 1),
-                0,
-                self.stream.cu_stream(),
-                &mut ptrs[..args.len()],
-            )
-        }?;
+        if !self.pdl() {
+            // SAFETY: every kernel parameter is a pointer, i32, u64, i64 or f32 read from the
+            // start of an 8-byte little-endian slot (the low bytes hold the 4-byte values);
+            // `args` matches the kernel's parameter list (each call site mirrors its kernel's
+            // signature); the slots outlive the call, which copies them.
+            unsafe {
+                result::launch_kernel(
+                    f,
+                    grid,
+                    (block, 1, 1),
+                    0,
+                    self.stream.cu_stream(),
+                    &mut ptrs[..args.len()],
+                )
+            }?;
+            return Ok(());
+        }
+        // SAFETY: an all-zero launch attribute is valid plain data (a union of integers and
+        // structs of integers); its id and value are set next.
+        let mut attr: sys::CUlaunchAttribute = unsafe { core::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        let cfg = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: as above for the parameters; `cfg` and `attr` live across the call, which
+        // copies them; every kernel begins with `pdl_begin()`, so the early start that the
+        // attribute allows never lets a kernel touch memory before its predecessor is done.
+        unsafe { sys::cuLaunchKernelEx(&cfg, f, ptrs.as_mut_ptr(), core::ptr::null_mut()) }
+            .result()?;
         Ok(())
     }
 

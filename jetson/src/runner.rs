@@ -52,6 +52,12 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         (&self.model, &mut self.backend)
     }
 
+    /// Drops the captured decode graph (the next graph step captures a new one, with the
+    /// launch settings then in force).
+    pub fn drop_graph(&mut self) {
+        self.graph = None;
+    }
+
     /// Whether a decode graph has been captured.
     pub fn has_graph(&self) -> bool {
         self.graph.is_some()

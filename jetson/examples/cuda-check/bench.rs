@@ -139,34 +139,47 @@ pub fn run(
 
     gemv_bench(&mut m, &gpu, &loaded, bw)?;
 
-    for (mode, graph) in [("eager", false), ("graph", true)] {
-        let mut tok = tokens.last().copied().unwrap_or(0);
-        // Warm-up step (captures the graph), not timed.
-        tok = m
-            .decode_step(0, tok, prefill as u32, graph)
-            .map_err(|e| format!("{e:?}"))?;
-        let t = Instant::now();
-        for s in 1..steps {
+    // Without and with programmatic dependent launch (where the GPU has it), alternated.
+    let pdl_modes: &[bool] = if gpu.compute_capability().0 >= 9 {
+        &[false, true, false, true]
+    } else {
+        &[false]
+    };
+    let pdl_default = gpu.pdl();
+    for &pdl in pdl_modes {
+        gpu.set_pdl(pdl);
+        m.drop_graph();
+        let launch = if pdl { "PDL" } else { "plain" };
+        for (mode, graph) in [("eager", false), ("graph", true)] {
+            let mut tok = tokens.last().copied().unwrap_or(0);
+            // Warm-up step (captures the graph), not timed.
             tok = m
-                .decode_step(0, tok, (prefill + s) as u32, graph)
+                .decode_step(0, tok, prefill as u32, graph)
                 .map_err(|e| format!("{e:?}"))?;
-        }
-        let secs = t.elapsed().as_secs_f64();
-        let tps = (steps - 1) as f64 / secs;
-        let eff = per_tok * tps;
-        println!(
-            "  decode ({mode}): {tps:.1} tok/s, {:.2} ms/tok, {:.0} GB/s effective = {:.1}% of measured HBM",
+            let t = Instant::now();
+            for s in 1..steps {
+                tok = m
+                    .decode_step(0, tok, (prefill + s) as u32, graph)
+                    .map_err(|e| format!("{e:?}"))?;
+            }
+            let secs = t.elapsed().as_secs_f64();
+            let tps = (steps - 1) as f64 / secs;
+            let eff = per_tok * tps;
+            println!(
+            "  decode ({mode}, {launch} launches): {tps:.1} tok/s, {:.2} ms/tok, {:.0} GB/s effective = {:.1}% of measured HBM",
             1e3 / tps,
             eff / 1e9,
             100.0 * eff / bw
         );
-        println!(
-            "SUMMARY|bench|{name} decode b1 {mode}|{tps:.1} tok/s|{:.0} GB/s = {:.1}% of {:.0} GB/s",
+            println!(
+            "SUMMARY|bench|{name} decode b1 {mode} {launch}|{tps:.1} tok/s|{:.0} GB/s = {:.1}% of {:.0} GB/s",
             eff / 1e9,
             100.0 * eff / bw,
             bw / 1e9
         );
+        }
     }
+    gpu.set_pdl(pdl_default);
     Ok(())
 }
 
