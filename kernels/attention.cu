@@ -120,9 +120,14 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
     if (threadIdx.x == 0) ml[idx] = make_float2(mx, lsum);
 }
 
+// gate (may be null): out *= sigmoid(gate) (`Backend::attention_gated`). q8 / ds8 (may be null):
+// also quantize the row to q8_1 for the output projection; then the block must have exactly
+// head_dim_v threads, a multiple of 32.
 extern "C" __global__ void attn_combine(const float* __restrict__ part, const float2* __restrict__ ml,
                                         const u32* __restrict__ pos, int n_head, int head_dim_v, int window,
-                                        int max_splits, int min_keys, float* __restrict__ out) {
+                                        int max_splits, int min_keys, float* __restrict__ out,
+                                        const float* __restrict__ gate, i8* __restrict__ q8,
+                                        float2* __restrict__ ds8) {
     pdl_begin();
     const int h = blockIdx.x, r = blockIdx.y;
     int first, n;
@@ -143,6 +148,10 @@ extern "C" __global__ void attn_combine(const float* __restrict__ part, const fl
             const float2 v = ml[base + s];
             if (v.x != NEG_INF) o += part[(base + s) * head_dim_v + d] * expf(v.x - mx);
         }
-        out[((size_t)r * n_head + h) * head_dim_v + d] = o * inv;
+        const size_t e = ((size_t)r * n_head + h) * head_dim_v + d;
+        float y = o * inv;
+        if (gate) y *= 1.0f / (1.0f + expf(-gate[e]));
+        out[e] = y;
+        if (q8) quantize_lane_q8(y, e, q8, ds8);
     }
 }

@@ -74,6 +74,44 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+// Sum of `s` over the block (every thread gets it), through `part` (32 doubles of shared
+// memory). May be called again on the same `part`: it ends with a barrier.
+__device__ __forceinline__ double block_sum_f64(double s, double* part) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) part[wid] = s;
+    __syncthreads();
+    if (wid == 0) {
+        const int nw = (blockDim.x + 31) >> 5;
+        double t = lane < nw ? part[lane] : 0.0;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(FULL_MASK, t, o);
+        if (lane == 0) part[0] = t;
+    }
+    __syncthreads();
+    const double total = part[0];
+    __syncthreads();
+    return total;
+}
+
+// The RMSNorm scale of a row of `dim` whose squares sum to `ss` (f64, as the CPU sums them).
+__device__ __forceinline__ float rms_scale(double ss, int dim, float eps) {
+    const float mean = (float)(ss / (double)dim);
+    return 1.0f / sqrtf(mean + eps);
+}
+
+// Quantizes v, one element of a q8_1 block of 32 held by the calling warp (lane l holds element
+// l of the block starting at element `e - lane`), into q/ds as `quantize_q8_1` does.
+__device__ __forceinline__ void quantize_lane_q8(float v, size_t e, i8* __restrict__ q, float2* __restrict__ ds) {
+    const float amax = warp_max(fabsf(v));
+    const float d = amax / 127.0f;
+    const int qi = amax == 0.0f ? 0 : __float2int_rn(v / d);
+    q[e] = (i8)qi;
+    const int s = warp_sum_int(qi);
+    if ((threadIdx.x & 31) == 0) ds[e >> 5] = make_float2(d, d * (float)s);
+}
+
 // Little-endian u16 at any address.
 __device__ __forceinline__ u16 ld_u16(const u8* p) { return (u16)((u32)p[0] | ((u32)p[1] << 8)); }
 

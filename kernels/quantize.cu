@@ -8,10 +8,5 @@ extern "C" __global__ void quantize_q8_1(const float* __restrict__ x, i8* __rest
     const int lane = threadIdx.x & 31;
     if (b >= n_blocks) return;  // whole warps leave together
     const float v = x[(size_t)b * 32 + lane];
-    const float amax = warp_max(fabsf(v));
-    const float d = amax / 127.0f;
-    const int qi = amax == 0.0f ? 0 : __float2int_rn(v / d);
-    q[(size_t)b * 32 + lane] = (i8)qi;
-    const int s = warp_sum_int(qi);
-    if (lane == 0) ds[b] = make_float2(d, d * (float)s);
+    quantize_lane_q8(v, (size_t)b * 32 + lane, q, ds);
 }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use glimmer_core::exec::{AttnParams, Backend, Buf};
+use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 
 /// Output rows from which a matmul is counted apart, as [`Op::MatmulWide`]: no layer weight
@@ -21,7 +21,8 @@ pub enum Op {
     Embed,
     /// RMSNorm.
     RmsNorm,
-    /// A residual add with the next RMSNorm (`Backend::add_rmsnorm`).
+    /// A residual add with the next RMSNorm (`Backend::add_rmsnorm`), and with a post-norm of
+    /// the branch first (`Backend::norm_add_rmsnorm`).
     AddNorm,
     /// A single matmul of fewer than [`WIDE_MATMUL_ROWS`] output rows (attention output,
     /// FFN down).
@@ -36,6 +37,8 @@ pub enum Op {
     Rope,
     /// KV-cache store.
     KvStore,
+    /// Q/K norms, RoPE and the KV store in one call (`Backend::attn_inputs`).
+    AttnInputs,
     /// Attention.
     Attention,
     /// Element-wise ops: gated activation, sigmoid gate, softcap, add, scale.
@@ -46,7 +49,7 @@ pub enum Op {
 
 impl Op {
     /// Every op, in table order.
-    pub const ALL: [Op; 12] = [
+    pub const ALL: [Op; 13] = [
         Op::Embed,
         Op::RmsNorm,
         Op::AddNorm,
@@ -56,6 +59,7 @@ impl Op {
         Op::MatmulGated,
         Op::Rope,
         Op::KvStore,
+        Op::AttnInputs,
         Op::Attention,
         Op::Elementwise,
         Op::Read,
@@ -66,13 +70,14 @@ impl Op {
         match self {
             Op::Embed => "embed",
             Op::RmsNorm => "rmsnorm",
-            Op::AddNorm => "add + rmsnorm",
+            Op::AddNorm => "[norm +] add + rmsnorm",
             Op::Matmul => "matmul",
             Op::MatmulWide => "matmul, wide (head)",
             Op::MatmulMany => "matmul qkv",
             Op::MatmulGated => "matmul gate+up+act",
             Op::Rope => "rope",
             Op::KvStore => "kv store",
+            Op::AttnInputs => "q/k norm+rope+kv store",
             Op::Attention => "attention",
             Op::Elementwise => "element-wise",
             Op::Read => "read",
@@ -213,6 +218,22 @@ impl<B: Backend> Backend for Profiled<'_, '_, B> {
         self.timed(Op::AddNorm, |b| b.add_rmsnorm(x, y, weight, dim, eps, out))
     }
 
+    fn norm_add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        post: &Tensor<'_>,
+        post_eps: f32,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), B::Error> {
+        self.timed(Op::AddNorm, |b| {
+            b.norm_add_rmsnorm(x, y, post, post_eps, weight, dim, eps, out)
+        })
+    }
+
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), B::Error> {
         let op = if w.rows >= WIDE_MATMUL_ROWS {
             Op::MatmulWide
@@ -272,6 +293,17 @@ impl<B: Backend> Backend for Profiled<'_, '_, B> {
         self.timed(Op::KvStore, |b| b.kv_store(layer, k, v, positions))
     }
 
+    fn attn_inputs(
+        &mut self,
+        p: &QkPrep<'_, '_>,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), B::Error> {
+        self.timed(Op::AttnInputs, |b| b.attn_inputs(p, q, k, v, positions))
+    }
+
     fn attention(
         &mut self,
         p: &AttnParams,
@@ -280,6 +312,19 @@ impl<B: Backend> Backend for Profiled<'_, '_, B> {
         out: Buf,
     ) -> Result<(), B::Error> {
         self.timed(Op::Attention, |b| b.attention(p, q, positions, out))
+    }
+
+    fn attention_gated(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        gate: Buf,
+        out: Buf,
+    ) -> Result<(), B::Error> {
+        self.timed(Op::Attention, |b| {
+            b.attention_gated(p, q, positions, gate, out)
+        })
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), B::Error> {

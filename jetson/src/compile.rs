@@ -11,7 +11,7 @@ use cudarc::nvrtc::{self, CompileOptions, Ptx};
 use crate::CudaError;
 
 /// Kernel sources in the order they are compiled.
-pub const SOURCES: [(&str, &str); 11] = [
+pub const SOURCES: [(&str, &str); 12] = [
     ("common.cu", include_str!("../../kernels/common.cu")),
     ("quantize.cu", include_str!("../../kernels/quantize.cu")),
     ("gemv.cu", include_str!("../../kernels/gemv.cu")),
@@ -25,6 +25,10 @@ pub const SOURCES: [(&str, &str); 11] = [
     ),
     ("argmax.cu", include_str!("../../kernels/argmax.cu")),
     ("attention.cu", include_str!("../../kernels/attention.cu")),
+    (
+        "attn_inputs.cu",
+        include_str!("../../kernels/attn_inputs.cu"),
+    ),
     ("memory.cu", include_str!("../../kernels/memory.cu")),
 ];
 

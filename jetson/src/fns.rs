@@ -42,6 +42,13 @@ pub(crate) struct Fns {
     /// Residual add + RMSNorm, without and with the q8_1 output.
     pub add_rmsnorm: CudaFunction,
     pub add_rmsnorm_q8: CudaFunction,
+    /// Post-norm + residual add + RMSNorm, without and with the q8_1 output.
+    pub norm_add_rmsnorm: CudaFunction,
+    pub norm_add_rmsnorm_q8: CudaFunction,
+    /// Q/K norms + RoPE + KV store.
+    pub attn_inputs: CudaFunction,
+    /// Gated activation with the q8_1 output.
+    pub gated_act_q8: CudaFunction,
     pub rope: CudaFunction,
     pub add: CudaFunction,
     pub scale: CudaFunction,
@@ -75,6 +82,10 @@ impl Fns {
             rmsnorm_q8: f("rmsnorm_q8_f32")?,
             add_rmsnorm: f("add_rmsnorm_f32")?,
             add_rmsnorm_q8: f("add_rmsnorm_q8_f32")?,
+            norm_add_rmsnorm: f("norm_add_rmsnorm_f32")?,
+            norm_add_rmsnorm_q8: f("norm_add_rmsnorm_q8_f32")?,
+            attn_inputs: f("attn_inputs")?,
+            gated_act_q8: f("gated_act_q8")?,
             rope: f("rope_f32")?,
             add: f("add_f32")?,
             scale: f("scale_f32")?,

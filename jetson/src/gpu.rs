@@ -244,6 +244,24 @@ impl Gpu {
         Ok(())
     }
 
+    /// Starts (`true`) or stops the profiler's capture range, for Nsight Compute's
+    /// `--profile-from-start off` (a no-op when no profiler is attached). Waits for the stream
+    /// first, so the range holds exactly the work issued between the two calls.
+    pub fn profiler_range(&self, on: bool) -> Result<(), CudaError> {
+        self.synchronize()?;
+        // SAFETY: takes no arguments; the context is current on this thread (bound when the
+        // stream was created and by every allocation).
+        unsafe {
+            if on {
+                sys::cuProfilerStart()
+            } else {
+                sys::cuProfilerStop()
+            }
+        }
+        .result()?;
+        Ok(())
+    }
+
     /// Starts capturing the stream's work into a graph.
     pub(crate) fn begin_capture(&self) -> Result<(), CudaError> {
         self.stream

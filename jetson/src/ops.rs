@@ -1,7 +1,7 @@
 //! [`Backend`] for [`CudaBackend`]: argument checks on the host, then kernel launches on the
 //! device's stream.
 
-use glimmer_core::exec::{AttnParams, Backend, Buf};
+use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
@@ -190,11 +190,23 @@ impl CudaBackend {
         ])
     }
 
-    /// RMSNorm of `x` into `out`, after `x += y` when `y` is given (one launch either way).
+    /// A post-norm weight: its device address, checked to be an F32 vector of `dim`.
+    fn norm_weight(&self, t: &Tensor<'_>, dim: usize) -> Result<u64, CudaError> {
+        let d = self.weight(t)?;
+        if d.ty != GgmlType::F32 || d.rows * d.cols != dim {
+            return Err(CudaError::UnknownWeight(t.id));
+        }
+        Ok(d.ptr)
+    }
+
+    /// RMSNorm of `x` into `out`, after `x += y` when `y` is given, and before that
+    /// `y = rmsnorm(y) · post` when `post` is given (one launch in every case).
+    #[allow(clippy::too_many_arguments)]
     fn norm(
         &mut self,
         x: Buf,
         y: Option<Buf>,
+        post: Option<(&Tensor<'_>, f32)>,
         weight: Option<&Tensor<'_>>,
         dim: usize,
         eps: f32,
@@ -202,13 +214,7 @@ impl CudaBackend {
     ) -> Result<(), CudaError> {
         self.qx = None;
         let w = match weight {
-            Some(t) => {
-                let d = self.weight(t)?;
-                if d.ty != GgmlType::F32 || d.rows * d.cols != dim {
-                    return Err(CudaError::UnknownWeight(t.id));
-                }
-                d.ptr
-            }
+            Some(t) => self.norm_weight(t, dim)?,
             None => 0,
         };
         if dim == 0
@@ -225,26 +231,32 @@ impl CudaBackend {
         }
         // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
         let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
-        // (x, [y,] w, out, dim, eps, q, ds): the kernels without q8 output stop before q.
-        let [w, o, d, e, q, ds] = [
+        // (x, [y, [pw, peps,]] w, out, dim, eps, q, ds): the kernels without q8 output stop
+        // before q.
+        let mut args = [Arg::I(0); 10];
+        let mut n = 0;
+        let mut push = |a: Arg| {
+            args[n] = a;
+            n += 1;
+        };
+        push(Arg::P(xp));
+        if let Some(y) = y {
+            push(Arg::P(self.at(y)?));
+            if let Some((pw, peps)) = post {
+                push(Arg::P(self.norm_weight(pw, dim)?));
+                push(Arg::F(peps));
+            }
+        }
+        for a in [
             Arg::P(w),
             Arg::P(op),
             Arg::int(dim)?,
             Arg::F(eps),
             Arg::P(self.aq.ptr()),
             Arg::P(self.ads.ptr()),
-        ];
-        let (with_y, without_y);
-        let args: &[Arg] = match y {
-            Some(y) => {
-                with_y = [Arg::P(xp), Arg::P(self.at(y)?), w, o, d, e, q, ds];
-                &with_y
-            }
-            None => {
-                without_y = [Arg::P(xp), w, o, d, e, q, ds];
-                &without_y
-            }
-        };
+        ] {
+            push(a);
+        }
         // A norm over whole rows of a matmul's width (the pre-attention, pre-FFN and output
         // norms) also quantizes its output for that matmul, saving it a launch.
         let fuse = dim.is_multiple_of(32)
@@ -252,20 +264,148 @@ impl CudaBackend {
             && rows <= self.cap.chunk
             && dim <= self.cap.max_cols.div_ceil(32) * 32;
         let fns = self.gpu.fns();
-        let (plain, q8) = match y {
-            Some(_) => (&fns.add_rmsnorm, &fns.add_rmsnorm_q8),
-            None => (&fns.rmsnorm, &fns.rmsnorm_q8),
+        let (plain, q8) = match (y, post) {
+            (Some(_), Some(_)) => (&fns.norm_add_rmsnorm, &fns.norm_add_rmsnorm_q8),
+            (Some(_), None) => (&fns.add_rmsnorm, &fns.add_rmsnorm_q8),
+            (None, _) => (&fns.rmsnorm, &fns.rmsnorm_q8),
         };
         if fuse {
             self.gpu
-                .launch(raw(q8), (rows as u32, 1, 1), threads, args)?;
+                .launch(raw(q8), (rows as u32, 1, 1), threads, &args[..n])?;
             self.qx = Some((op, rows, dim));
             Ok(())
         } else {
-            let plain_args = &args[..args.len() - 2];
             self.gpu
-                .launch(raw(plain), (rows as u32, 1, 1), threads, plain_args)
+                .launch(raw(plain), (rows as u32, 1, 1), threads, &args[..n - 2])
         }
+    }
+
+    /// Attention, gated by `sigmoid(gate)` when `gate` is given.
+    fn attend(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        gate: Option<Buf>,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        self.qx = None;
+        if p.head_dim > MAX_HEAD_DIM
+            || p.head_dim_v > MAX_HEAD_DIM
+            || p.n_head_kv == 0
+            || !p.n_head.is_multiple_of(p.n_head_kv)
+        {
+            return Err(CudaError::HeadTooWide);
+        }
+        let rows = positions.len();
+        if q.len != rows * p.n_head * p.head_dim || out.len != rows * p.n_head * p.head_dim_v {
+            return Err(CudaError::BadRegion);
+        }
+        if p.n_head_kv * p.head_dim != self.kvl.k_dim
+            || p.n_head_kv * p.head_dim_v != self.kvl.v_dim
+        {
+            return Err(CudaError::BadRegion);
+        }
+        if p.n_head > self.cap.n_head || p.head_dim_v > self.cap.head_dim_v || rows > self.cap.chunk
+        {
+            return Err(CudaError::TooLarge);
+        }
+        if rows == 0 {
+            return Ok(());
+        }
+        let kv = self.kv_args(p.layer)?;
+        let max_pos = positions.iter().copied().max().unwrap_or(0) as usize;
+        if max_pos >= self.kvl.ctx {
+            return Err(CudaError::KvRange);
+        }
+        // The ring must still hold the oldest key any query of this call can see.
+        let first_pos = positions.iter().copied().min().unwrap_or(0) as usize;
+        let oldest = match p.window {
+            Some(w) => first_pos.saturating_sub((w as usize).saturating_sub(1)),
+            None => 0,
+        };
+        if max_pos + 1 - oldest > self.kvl.caps[p.layer] {
+            return Err(CudaError::KvRange);
+        }
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
+        let splits = if rows == 1 { self.decode_splits } else { 1 };
+        if rows * p.n_head * splits > self.parts {
+            return Err(CudaError::TooLarge);
+        }
+        let (qp, op) = (self.at(q)?, self.at(out)?);
+        let window = match p.window {
+            Some(w) => i32::try_from(w).map_err(|_| CudaError::TooLarge)?.max(1),
+            None => 0,
+        };
+        let fns = self.gpu.fns();
+        let split_args = [
+            Arg::P(qp),
+            kv[0],
+            kv[1],
+            kv[2],
+            kv[3],
+            kv[4],
+            kv[5],
+            Arg::P(self.positions.dev.ptr()),
+            Arg::int(p.n_head)?,
+            Arg::int(p.n_head_kv)?,
+            Arg::int(p.head_dim)?,
+            Arg::int(p.head_dim_v)?,
+            Arg::F(p.scale),
+            Arg::I(window),
+            Arg::int(splits)?,
+            Arg::int(MIN_KEYS_PER_SPLIT)?,
+            Arg::P(self.part.ptr()),
+            Arg::P(self.ml.ptr()),
+        ];
+        self.gpu.launch(
+            raw(&fns.attn_split),
+            (p.n_head as u32, splits as u32, rows as u32),
+            128,
+            &split_args,
+        )?;
+        // The combine also gates, and quantizes its output for the output projection when each
+        // head is whole warps (one thread per value).
+        let cols = p.n_head * p.head_dim_v;
+        let q8 = p.head_dim_v.is_multiple_of(32)
+            && p.head_dim_v <= 1024
+            && cols <= self.cap.max_cols
+            && rows <= self.cap.chunk;
+        let (aq, ads) = if q8 {
+            (self.aq.ptr(), self.ads.ptr())
+        } else {
+            (0, 0)
+        };
+        let gp = match gate {
+            Some(g) => self.at(g)?,
+            None => 0,
+        };
+        let combine_args = [
+            Arg::P(self.part.ptr()),
+            Arg::P(self.ml.ptr()),
+            Arg::P(self.positions.dev.ptr()),
+            Arg::int(p.n_head)?,
+            Arg::int(p.head_dim_v)?,
+            Arg::I(window),
+            Arg::int(splits)?,
+            Arg::int(MIN_KEYS_PER_SPLIT)?,
+            Arg::P(op),
+            Arg::P(gp),
+            Arg::P(aq),
+            Arg::P(ads),
+        ];
+        let threads = if q8 { p.head_dim_v as u32 } else { 128 };
+        self.gpu.launch(
+            raw(&fns.attn_combine),
+            (p.n_head as u32, rows as u32, 1),
+            threads,
+            &combine_args,
+        )?;
+        if q8 {
+            self.qx = Some((op, rows, cols));
+        }
+        Ok(())
     }
 }
 
@@ -307,7 +447,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
-        self.norm(x, None, weight, dim, eps, out)
+        self.norm(x, None, None, weight, dim, eps, out)
     }
 
     fn add_rmsnorm(
@@ -322,7 +462,24 @@ impl Backend for CudaBackend {
         if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
             return Err(CudaError::BadRegion);
         }
-        self.norm(x, Some(y), weight, dim, eps, out)
+        self.norm(x, Some(y), None, weight, dim, eps, out)
+    }
+
+    fn norm_add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        post: &Tensor<'_>,
+        post_eps: f32,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
+            return Err(CudaError::BadRegion);
+        }
+        self.norm(x, Some(y), Some((post, post_eps)), weight, dim, eps, out)
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
@@ -449,58 +606,97 @@ impl Backend for CudaBackend {
         positions: &[u32],
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.attend(p, q, positions, None, out)
+    }
+
+    fn attention_gated(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        gate: Buf,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        if gate.len != out.len || !gate.disjoint(out) {
+            return Err(CudaError::BadRegion);
+        }
+        self.attend(p, q, positions, Some(gate), out)
+    }
+
+    fn attn_inputs(
+        &mut self,
+        p: &QkPrep<'_, '_>,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), CudaError> {
         self.qx = None;
-        if p.head_dim > MAX_HEAD_DIM
-            || p.head_dim_v > MAX_HEAD_DIM
-            || p.n_head_kv == 0
-            || !p.n_head.is_multiple_of(p.n_head_kv)
-        {
+        let n = positions.len();
+        let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
+        if p.n_head_kv == 0 || !vd.is_multiple_of(p.n_head_kv) {
             return Err(CudaError::HeadTooWide);
         }
-        let rows = positions.len();
-        if q.len != rows * p.n_head * p.head_dim || out.len != rows * p.n_head * p.head_dim_v {
-            return Err(CudaError::BadRegion);
+        let head_dim_v = vd / p.n_head_kv;
+        if p.head_dim > MAX_HEAD_DIM || head_dim_v > MAX_HEAD_DIM {
+            return Err(CudaError::HeadTooWide);
         }
-        if p.n_head_kv * p.head_dim != self.kvl.k_dim
-            || p.n_head_kv * p.head_dim_v != self.kvl.v_dim
+        if n == 0
+            || q.len != n * p.n_head * p.head_dim
+            || k.len != n * kd
+            || p.n_head_kv * p.head_dim != kd
+            || v.len != n * vd
+            || !q.disjoint(k)
+            || !q.disjoint(v)
+            || !k.disjoint(v)
         {
             return Err(CudaError::BadRegion);
         }
-        if p.n_head > self.cap.n_head || p.head_dim_v > self.cap.head_dim_v || rows > self.cap.chunk
-        {
-            return Err(CudaError::TooLarge);
-        }
-        if rows == 0 {
-            return Ok(());
-        }
-        let kv = self.kv_args(p.layer)?;
-        let max_pos = positions.iter().copied().max().unwrap_or(0) as usize;
-        if max_pos >= self.kvl.ctx {
+        if positions.iter().any(|&pos| pos as usize >= self.kvl.ctx) {
             return Err(CudaError::KvRange);
         }
-        // The ring must still hold the oldest key any query of this call can see.
-        let first_pos = positions.iter().copied().min().unwrap_or(0) as usize;
-        let oldest = match p.window {
-            Some(w) => first_pos.saturating_sub((w as usize).saturating_sub(1)),
-            None => 0,
+        let (norm, qw, kw, eps) = match p.norm {
+            Some((qn, kn, eps)) => {
+                let w = |t: Option<&Tensor<'_>>| match t {
+                    Some(t) => self.norm_weight(t, p.head_dim),
+                    None => Ok(0),
+                };
+                (1, w(qn)?, w(kn)?, eps)
+            }
+            None => (0, 0, 0, 0.0),
         };
-        if max_pos + 1 - oldest > self.kvl.caps[p.layer] {
-            return Err(CudaError::KvRange);
-        }
+        let (rope_dim, theta_scale, style) = match p.rope {
+            Some((rd, _, _)) if rd > p.head_dim => return Err(CudaError::BadRegion),
+            Some((rd, base, style)) if rd >= 2 => (
+                rd,
+                // The same f32 power as `rope` (and the CPU reference).
+                libm::powf(base, -2.0 / rd as f32),
+                match style {
+                    RopeStyle::Interleaved => 0,
+                    RopeStyle::HalfSplit => 1,
+                },
+            ),
+            _ => (0, 1.0, 0),
+        };
+        let kv = self.kv_args(p.layer)?;
         self.positions
             .sync_dev(&self.gpu, positions, self.capturing)?;
-        let splits = if rows == 1 { self.decode_splits } else { 1 };
-        if rows * p.n_head * splits > self.parts {
-            return Err(CudaError::TooLarge);
-        }
-        let (qp, op) = (self.at(q)?, self.at(out)?);
-        let window = match p.window {
-            Some(w) => i32::try_from(w).map_err(|_| CudaError::TooLarge)?.max(1),
-            None => 0,
-        };
-        let fns = self.gpu.fns();
-        let split_args = [
+        let (qp, kp, vp) = (self.at(q)?, self.at(k)?, self.at(v)?);
+        let args = [
             Arg::P(qp),
+            Arg::P(kp),
+            Arg::P(vp),
+            Arg::P(qw),
+            Arg::P(kw),
+            Arg::I(norm),
+            Arg::F(eps),
+            Arg::int(p.n_head)?,
+            Arg::int(p.n_head_kv)?,
+            Arg::int(p.head_dim)?,
+            Arg::int(head_dim_v)?,
+            Arg::int(rope_dim)?,
+            Arg::F(theta_scale),
+            Arg::I(style),
             kv[0],
             kv[1],
             kv[2],
@@ -508,40 +704,57 @@ impl Backend for CudaBackend {
             kv[4],
             kv[5],
             Arg::P(self.positions.dev.ptr()),
-            Arg::int(p.n_head)?,
-            Arg::int(p.n_head_kv)?,
-            Arg::int(p.head_dim)?,
-            Arg::int(p.head_dim_v)?,
-            Arg::F(p.scale),
-            Arg::I(window),
-            Arg::int(splits)?,
-            Arg::int(MIN_KEYS_PER_SPLIT)?,
-            Arg::P(self.part.ptr()),
-            Arg::P(self.ml.ptr()),
         ];
+        let threads = (p.head_dim.max(head_dim_v).div_ceil(32) * 32) as u32;
+        let blocks = (p.n_head + 2 * p.n_head_kv) as u32;
+        let f = raw(&self.gpu.fns().attn_inputs);
+        self.gpu.launch(f, (blocks, n as u32, 1), threads, &args)
+    }
+
+    fn matmul_gated(
+        &mut self,
+        w_gate: &Tensor<'_>,
+        w_up: &Tensor<'_>,
+        x: Buf,
+        rows: usize,
+        gate: Buf,
+        up: Buf,
+        act: Activation,
+    ) -> Result<(), CudaError> {
+        self.matmul_many(&[w_gate, w_up], x, rows, &[gate, up])?;
+        let n = gate.len;
+        let cols = if rows == 0 { 0 } else { n / rows };
+        // The activation also quantizes its output for the down projection (one launch).
+        let fuse = rows > 0
+            && rows <= self.cap.chunk
+            && cols.is_multiple_of(32)
+            && cols <= self.cap.max_cols
+            && up.len == n
+            && gate.disjoint(up);
+        if !fuse {
+            return self.gated_act(gate, up, act);
+        }
+        let (g, u) = (self.at(gate)?, self.at(up)?);
+        let act = match act {
+            Activation::Silu => 0,
+            Activation::GeluTanh => 1,
+        };
+        let f = raw(&self.gpu.fns().gated_act_q8);
         self.gpu.launch(
-            raw(&fns.attn_split),
-            (p.n_head as u32, splits as u32, rows as u32),
-            128,
-            &split_args,
+            f,
+            (n.div_ceil(256) as u32, 1, 1),
+            256,
+            &[
+                Arg::P(g),
+                Arg::P(u),
+                Arg::U(n as u64),
+                Arg::I(act),
+                Arg::P(self.aq.ptr()),
+                Arg::P(self.ads.ptr()),
+            ],
         )?;
-        let combine_args = [
-            Arg::P(self.part.ptr()),
-            Arg::P(self.ml.ptr()),
-            Arg::P(self.positions.dev.ptr()),
-            Arg::int(p.n_head)?,
-            Arg::int(p.head_dim_v)?,
-            Arg::I(window),
-            Arg::int(splits)?,
-            Arg::int(MIN_KEYS_PER_SPLIT)?,
-            Arg::P(op),
-        ];
-        self.gpu.launch(
-            raw(&fns.attn_combine),
-            (p.n_head as u32, rows as u32, 1),
-            128,
-            &combine_args,
-        )
+        self.qx = Some((g, rows, cols));
+        Ok(())
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {

@@ -53,6 +53,24 @@ pub struct AttnParams {
     pub window: Option<u32>,
 }
 
+/// What [`Backend::attn_inputs`] does to one layer's Q, K and V before attention.
+#[derive(Clone, Copy, Debug)]
+pub struct QkPrep<'a, 'w> {
+    /// Decoder layer (selects the KV cache).
+    pub layer: usize,
+    /// Query heads.
+    pub n_head: usize,
+    /// Key/value heads.
+    pub n_head_kv: usize,
+    /// Query and key width per head.
+    pub head_dim: usize,
+    /// Per-head RMSNorm of Q and K first: `(q gain, k gain, eps)` (a gain of `None` is 1);
+    /// `None` for models without Q/K norms.
+    pub norm: Option<(Option<&'a Tensor<'w>>, Option<&'a Tensor<'w>>, f32)>,
+    /// Then RoPE on Q and K: `(rope_dim, base, style)`; `None` on layers without it.
+    pub rope: Option<(usize, f32, RopeStyle)>,
+}
+
 /// The kernels one forward pass needs.
 ///
 /// All activations are row-major `f32` in the backend's arena; `rows` is the number of tokens in
@@ -93,6 +111,26 @@ pub trait Backend {
     ) -> Result<(), Self::Error> {
         self.add(x, y)?;
         self.rmsnorm(x, weight, dim, eps, out)
+    }
+
+    /// A post-norm on the branch, the residual add and the next norm: `y = rmsnorm(y) · post`
+    /// (epsilon `post_eps`), `x += y`, then `out = rmsnorm(x) · weight` (epsilon `eps`), row by
+    /// row (rows of `dim`). The default is [`Backend::rmsnorm`] then [`Backend::add_rmsnorm`];
+    /// a GPU backend may do it in one launch.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        post: &Tensor<'_>,
+        post_eps: f32,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), Self::Error> {
+        self.rmsnorm(y, Some(post), dim, post_eps, y)?;
+        self.add_rmsnorm(x, y, weight, dim, eps, out)
     }
 
     /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
@@ -156,6 +194,29 @@ pub trait Backend {
         positions: &[u32],
     ) -> Result<(), Self::Error>;
 
+    /// Everything between the Q/K/V projections and attention: the per-head Q and K norms and
+    /// RoPE that `p` asks for (in that order, in place on `q` and `k`), then the KV store of
+    /// `k` and `v` at `positions`. The default calls [`Backend::rmsnorm`], [`Backend::rope`]
+    /// and [`Backend::kv_store`]; a GPU backend may do it in one launch.
+    fn attn_inputs(
+        &mut self,
+        p: &QkPrep<'_, '_>,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<(), Self::Error> {
+        if let Some((qn, kn, eps)) = p.norm {
+            self.rmsnorm(q, qn, p.head_dim, eps, q)?;
+            self.rmsnorm(k, kn, p.head_dim, eps, k)?;
+        }
+        if let Some((rope_dim, base, style)) = p.rope {
+            self.rope(q, p.n_head, p.head_dim, rope_dim, positions, base, style)?;
+            self.rope(k, p.n_head_kv, p.head_dim, rope_dim, positions, base, style)?;
+        }
+        self.kv_store(p.layer, k, v, positions)
+    }
+
     /// Causal attention of `q` (`(rows, n_head, head_dim)`, rows at `positions`) over the
     /// layer's cache, which already holds every position up to each query's own.
     /// Writes `(rows, n_head, head_dim_v)` to `out`.
@@ -166,6 +227,21 @@ pub trait Backend {
         positions: &[u32],
         out: Buf,
     ) -> Result<(), Self::Error>;
+
+    /// [`Backend::attention`] with an output gate: `out *= sigmoid(gate)` after it (`gate`
+    /// has `out`'s shape). The default calls [`Backend::attention`] then
+    /// [`Backend::sigmoid_mul`]; a GPU backend may gate while it writes `out`.
+    fn attention_gated(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        gate: Buf,
+        out: Buf,
+    ) -> Result<(), Self::Error> {
+        self.attention(p, q, positions, out)?;
+        self.sigmoid_mul(out, gate)
+    }
 
     /// `gate = act(gate) · up`, element-wise.
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), Self::Error>;

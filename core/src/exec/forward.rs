@@ -2,7 +2,7 @@
 
 use crate::model::{Arch, LayerKind, ModelSpec, Weights};
 
-use super::{AttnParams, Backend, Layout, MAX_CHUNK};
+use super::{AttnParams, Backend, Layout, QkPrep, MAX_CHUNK};
 
 /// Which rows of logits a forward call computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,32 +137,19 @@ impl Model<'_, '_> {
                 Some(g) => b.matmul_many(&[&lw.wq, &lw.wk, &lw.wv, g], xn, n, &[q, k, v, og])?,
                 None => b.matmul_many(&[&lw.wq, &lw.wk, &lw.wv], xn, n, &[q, k, v])?,
             }
-            if s.qk_norm {
-                b.rmsnorm(q, lw.q_norm.as_ref(), s.head_dim, s.eps, q)?;
-                b.rmsnorm(k, lw.k_norm.as_ref(), s.head_dim, s.eps, k)?;
-            }
-            if s.layer_uses_rope(il) {
-                let base = s.rope_base_for(il);
-                b.rope(
-                    q,
-                    s.n_head,
-                    s.head_dim,
-                    s.rope_dim,
-                    positions,
-                    base,
-                    s.rope_style,
-                )?;
-                b.rope(
-                    k,
-                    s.n_head_kv,
-                    s.head_dim,
-                    s.rope_dim,
-                    positions,
-                    base,
-                    s.rope_style,
-                )?;
-            }
-            b.kv_store(il, k, v, positions)?;
+            let prep = QkPrep {
+                layer: il,
+                n_head: s.n_head,
+                n_head_kv: s.n_head_kv,
+                head_dim: s.head_dim,
+                norm: s
+                    .qk_norm
+                    .then_some((lw.q_norm.as_ref(), lw.k_norm.as_ref(), s.eps)),
+                rope: s
+                    .layer_uses_rope(il)
+                    .then(|| (s.rope_dim, s.rope_base_for(il), s.rope_style)),
+            };
+            b.attn_inputs(&prep, q, k, v, positions)?;
             // gemma3 scales Q before attention (as llama.cpp does); llama scales inside.
             let scale = if s.arch == Arch::Gemma3 {
                 b.scale(q, s.attn_scale)?;
@@ -183,26 +170,35 @@ impl Model<'_, '_> {
                 scale,
                 window,
             };
-            b.attention(&p, q, positions, att)?;
-            if lw.attn_gate.is_some() {
-                b.sigmoid_mul(att, og)?;
+            match lw.attn_gate {
+                Some(_) => b.attention_gated(&p, q, positions, og, att)?,
+                None => b.attention(&p, q, positions, att)?,
             }
             b.matmul(&lw.wo, att, n, proj)?;
-            if let Some(pn) = &lw.post_attn_norm {
-                b.rmsnorm(proj, Some(pn), s.n_embd, s.post_norm_eps, proj)?;
+            // The post-attention norm (where the model has one), the residual add, and the FFN
+            // block's norm.
+            let (d, eps, peps) = (s.n_embd, s.eps, s.post_norm_eps);
+            match &lw.post_attn_norm {
+                Some(pn) => {
+                    b.norm_add_rmsnorm(x, proj, pn, peps, Some(&lw.ffn_norm), d, eps, xn)?
+                }
+                None => b.add_rmsnorm(x, proj, Some(&lw.ffn_norm), d, eps, xn)?,
             }
-            // The residual add, and the FFN block's norm.
-            b.add_rmsnorm(x, proj, Some(&lw.ffn_norm), s.n_embd, s.eps, xn)?;
             b.matmul_gated(&lw.w_gate, &lw.w_up, xn, n, gate, up, s.activation)?;
             b.matmul(&lw.w_down, gate, n, proj)?;
-            if let Some(pn) = &lw.post_ffn_norm {
-                b.rmsnorm(proj, Some(pn), s.n_embd, s.post_norm_eps, proj)?;
-            }
-            // The residual add, and the next layer's attention norm (the last layer's output
-            // norm takes only the rows whose logits are wanted, below).
-            match w.layers.get(il + 1) {
-                Some(next) => b.add_rmsnorm(x, proj, Some(&next.attn_norm), s.n_embd, s.eps, xn)?,
-                None => b.add(x, proj)?,
+            // The post-FFN norm, the residual add, and the next layer's attention norm (the
+            // last layer's output norm takes only the rows whose logits are wanted, below).
+            match (w.layers.get(il + 1), &lw.post_ffn_norm) {
+                (Some(next), Some(pn)) => {
+                    b.norm_add_rmsnorm(x, proj, pn, peps, Some(&next.attn_norm), d, eps, xn)?
+                }
+                (Some(next), None) => b.add_rmsnorm(x, proj, Some(&next.attn_norm), d, eps, xn)?,
+                (None, post) => {
+                    if let Some(pn) = post {
+                        b.rmsnorm(proj, Some(pn), d, peps, proj)?;
+                    }
+                    b.add(x, proj)?
+                }
             }
         }
 

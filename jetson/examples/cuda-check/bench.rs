@@ -50,6 +50,59 @@ pub fn bandwidth(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64, String> {
     Ok(bw)
 }
 
+/// The backend and model of `path` for `prefill` tokens and `steps` decode steps.
+fn open_model<'a>(
+    gpu: &Arc<Gpu>,
+    loaded: &'a Loaded<'a>,
+    layout: &'a Layout,
+    ctx: usize,
+    chunk: usize,
+) -> Result<CudaModel<'a, 'a>, String> {
+    let spec = &loaded.spec;
+    let geo = KvGeometry::new(spec, ctx, chunk, KvType::F16).map_err(|e| e.to_string())?;
+    let kvl = KvLayout::new(&geo, 1).map_err(|e| e.to_string())?;
+    let mut be = CudaBackend::new(gpu.clone(), Capacity::for_model(spec, layout), kvl)
+        .map_err(|e| e.to_string())?;
+    be.upload_model(&loaded.weights)
+        .map_err(|e| e.to_string())?;
+    Ok(CudaModel::new(spec, &loaded.weights, layout, be))
+}
+
+/// For Nsight Compute (`ncu --profile-from-start off`): prefill `prefill` random tokens, run
+/// three eager decode steps, then one more inside the profiler's capture range, so the
+/// profile holds exactly the kernels of one decode step in launch order.
+pub fn trace(gpu: Arc<Gpu>, path: &Path, prefill: usize) -> Result<(), String> {
+    let file = ModelFile::open(path).map_err(|e| e.to_string())?;
+    let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
+    let ctx = (prefill + 8).next_power_of_two();
+    let chunk = prefill.clamp(1, 512);
+    let limits = Limits {
+        chunk,
+        logit_rows: 1,
+        ctx,
+        threads: 1,
+    };
+    let layout = Layout::new(&loaded.spec, limits).map_err(|e| format!("{e:?}"))?;
+    let mut m = open_model(&gpu, &loaded, &layout, ctx, chunk)?;
+    let mut rng = Rng::new(7);
+    let tokens: Vec<u32> = (0..prefill.max(1))
+        .map(|_| rng.below(loaded.spec.n_vocab) as u32)
+        .collect();
+    let f = |e| format!("{e:?}");
+    m.forward(0, &tokens, 0, LogitRows::Last).map_err(f)?;
+    let mut tok = tokens.last().copied().unwrap_or(0);
+    let mut pos = tokens.len() as u32;
+    for _ in 0..3 {
+        tok = m.decode_step(0, tok, pos, false).map_err(f)?;
+        pos += 1;
+    }
+    gpu.profiler_range(true).map_err(|e| e.to_string())?;
+    m.decode_step(0, tok, pos, false).map_err(f)?;
+    gpu.profiler_range(false).map_err(|e| e.to_string())?;
+    println!("traced one eager decode step at position {pos}");
+    Ok(())
+}
+
 /// Prefill of `prefill` tokens, then `steps` greedy decode steps without and with the graph.
 pub fn run(
     gpu: Arc<Gpu>,
@@ -74,20 +127,14 @@ pub fn run(
         threads: 1,
     };
     let layout = Layout::new(spec, limits).map_err(|e| format!("{e:?}"))?;
-    let geo = KvGeometry::new(spec, ctx, chunk, KvType::F16).map_err(|e| e.to_string())?;
-    let kvl = KvLayout::new(&geo, 1).map_err(|e| e.to_string())?;
     let t = Instant::now();
-    let mut be = CudaBackend::new(gpu.clone(), Capacity::for_model(spec, &layout), kvl)
-        .map_err(|e| e.to_string())?;
-    be.upload_model(&loaded.weights)
-        .map_err(|e| e.to_string())?;
+    let mut m = open_model(&gpu, &loaded, &layout, ctx, chunk)?;
     println!(
         "bench {name}: uploaded {:.2} GB of weights in {:.1} s; device memory {:.2} GB",
-        be.weights().bytes() as f64 / 1e9,
+        m.backend().weights().bytes() as f64 / 1e9,
         t.elapsed().as_secs_f64(),
-        be.device_bytes() as f64 / 1e9
+        m.backend().device_bytes() as f64 / 1e9
     );
-    let mut m = CudaModel::new(spec, &loaded.weights, &layout, be);
     let mut rng = Rng::new(7);
     let tokens: Vec<u32> = (0..prefill)
         .map(|_| rng.below(spec.n_vocab) as u32)

@@ -88,8 +88,8 @@ pub fn main_impl() -> ExitCode {
             }
         };
     }
-    if !["ops", "e2e", "bench"].contains(&cmd.as_str()) {
-        eprintln!("usage: cuda-check synth|ops|e2e|bench ... (see the source header)");
+    if !["ops", "e2e", "bench", "trace"].contains(&cmd.as_str()) {
+        eprintln!("usage: cuda-check synth|ops|e2e|bench|trace ... (see the source header)");
         return ExitCode::FAILURE;
     }
     let gpu = match open_gpu() {
@@ -118,6 +118,11 @@ pub fn main_impl() -> ExitCode {
             "e2e" => {
                 let model = PathBuf::from(arg(&args, "--model").ok_or("--model PATH is required")?);
                 e2e::run(gpu.clone(), &model, num(&args, "--tokens", 32)?, seed)
+            }
+            "trace" => {
+                let model = PathBuf::from(arg(&args, "--model").ok_or("--model PATH is required")?);
+                bench::trace(gpu.clone(), &model, num(&args, "--prefill", 64)?)?;
+                Ok(true)
             }
             _ => {
                 let model = PathBuf::from(arg(&args, "--model").ok_or("--model PATH is required")?);

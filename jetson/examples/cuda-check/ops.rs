@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use glimmer_boards::cpu_features;
 use glimmer_core::cpu::CpuBackend;
-use glimmer_core::exec::{AttnParams, Backend, Buf};
+use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
 use glimmer_core::kv::{self, KvGeometry, PagePool};
 use glimmer_core::model::{Activation, RopeStyle, Tensor, MAX_LAYERS};
 use glimmer_core::plan::KvType;
@@ -132,6 +132,43 @@ trait DynBackend {
         dim: usize,
         out: Buf,
     ) -> Result<(), String>;
+    #[allow(clippy::too_many_arguments)]
+    fn b_norm_add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        post: &Tensor<'_>,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String>;
+    #[allow(clippy::too_many_arguments)]
+    fn b_matmul_gated(
+        &mut self,
+        wg: &Tensor<'_>,
+        wu: &Tensor<'_>,
+        x: Buf,
+        rows: usize,
+        g: Buf,
+        u: Buf,
+        a: Activation,
+    ) -> Result<(), String>;
+    fn b_attn_inputs(
+        &mut self,
+        p: &QkPrep<'_, '_>,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        pos: &[u32],
+    ) -> Result<(), String>;
+    fn b_attention_gated(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        pos: &[u32],
+        gate: Buf,
+        out: Buf,
+    ) -> Result<(), String>;
     fn b_rope(
         &mut self,
         x: Buf,
@@ -174,6 +211,53 @@ impl<T: Backend> DynBackend for T {
         out: Buf,
     ) -> Result<(), String> {
         self.add_rmsnorm(x, y, w, dim, 1e-5, out)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_norm_add_rmsnorm(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        post: &Tensor<'_>,
+        w: Option<&Tensor<'_>>,
+        dim: usize,
+        out: Buf,
+    ) -> Result<(), String> {
+        self.norm_add_rmsnorm(x, y, post, 1e-6, w, dim, 1e-5, out)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_matmul_gated(
+        &mut self,
+        wg: &Tensor<'_>,
+        wu: &Tensor<'_>,
+        x: Buf,
+        rows: usize,
+        g: Buf,
+        u: Buf,
+        a: Activation,
+    ) -> Result<(), String> {
+        self.matmul_gated(wg, wu, x, rows, g, u, a)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_attn_inputs(
+        &mut self,
+        p: &QkPrep<'_, '_>,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        pos: &[u32],
+    ) -> Result<(), String> {
+        self.attn_inputs(p, q, k, v, pos)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_attention_gated(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        pos: &[u32],
+        gate: Buf,
+        out: Buf,
+    ) -> Result<(), String> {
+        self.attention_gated(p, q, pos, gate, out)
             .map_err(|e| format!("{e:?}"))
     }
     fn b_rope(
@@ -388,6 +472,87 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             matmul_tol(GgmlType::Q4_K),
         )?;
     }
+    // The branch's post-norm, the residual add and the next norm in one launch (the CPU runs
+    // `rmsnorm` on y, then `add` and `rmsnorm`): y, x, the norm, and a matmul reading the
+    // fused q8_1 output.
+    let post: Vec<f32> = (0..cols).map(|_| 1.0 + rng.normal(0.2)).collect();
+    let pt = Tensor {
+        ty: GgmlType::F32,
+        rows: 1,
+        cols,
+        data: bytemuck::cast_slice(&post),
+        id: 3002,
+    };
+    p.cu.upload(&[pt]).map_err(|e| e.to_string())?;
+    for rows in [1usize, 7] {
+        let xr = buf(A, rows * cols);
+        let yr = buf(D, rows * cols);
+        let nb = buf(B, rows * cols);
+        let mo = buf(C, rows * 96);
+        p.put(xr, &xv[..xr.len])?;
+        p.put(yr, &rng.vec(yr.len, 2.0))?;
+        p.poison(nb)?;
+        p.poison(mo)?;
+        p.run(|b| {
+            b.b_norm_add_rmsnorm(xr, yr, &pt, Some(&gt), cols, nb)?;
+            b.b_matmul(&wt, nb, rows, mo)
+        })?;
+        ok &= p.check(&format!("norm_add_rmsnorm_y_rows{rows}"), yr, 1e-5)?;
+        ok &= p.check(&format!("norm_add_rmsnorm_x_rows{rows}"), xr, 1e-5)?;
+        ok &= p.check(&format!("norm_add_rmsnorm_out_rows{rows}"), nb, 1e-5)?;
+        ok &= p.check(
+            &format!("norm_add_rmsnorm_then_matmul_q4_K_rows{rows}"),
+            mo,
+            matmul_tol(GgmlType::Q4_K),
+        )?;
+    }
+    // Gate and up with the activation, which also quantizes its output for the down matmul
+    // that follows (as the FFN runs): the activation and the down projection.
+    let ff = 1024;
+    let gdata = matrix(&mut rng, GgmlType::Q4_K, ff, cols, 0.1)?;
+    let udata = matrix(&mut rng, GgmlType::Q4_K, ff, cols, 0.1)?;
+    let ddata = matrix(&mut rng, GgmlType::Q6_K, cols, ff, 0.1)?;
+    let wg = Tensor {
+        ty: GgmlType::Q4_K,
+        rows: ff,
+        cols,
+        data: &gdata,
+        id: 3003,
+    };
+    let wu = Tensor {
+        data: &udata,
+        id: 3004,
+        ..wg
+    };
+    let wd = Tensor {
+        ty: GgmlType::Q6_K,
+        rows: cols,
+        cols: ff,
+        data: &ddata,
+        id: 3005,
+    };
+    p.cu.upload(&[wg, wu, wd]).map_err(|e| e.to_string())?;
+    for (act, aname) in [(Activation::Silu, "silu"), (Activation::GeluTanh, "gelu")] {
+        for rows in [1usize, 3] {
+            let xr = buf(A, rows * cols);
+            let (g, u) = (buf(B, rows * ff), buf(C, rows * ff));
+            let down = buf(D, rows * cols);
+            p.put(xr, &rng.vec(xr.len, 1.0))?;
+            p.poison(g)?;
+            p.poison(down)?;
+            p.run(|b| {
+                b.b_matmul_gated(&wg, &wu, xr, rows, g, u, act)?;
+                b.b_matmul(&wd, g, rows, down)
+            })?;
+            let tol = matmul_tol(GgmlType::Q4_K);
+            ok &= p.check(&format!("matmul_gated_{aname}_rows{rows}"), g, tol)?;
+            ok &= p.check(
+                &format!("matmul_gated_{aname}_then_down_rows{rows}"),
+                down,
+                tol,
+            )?;
+        }
+    }
     p.put(x, &xv)?;
     p.run(|b| b.b_rmsnorm(x, None, cols, x))?;
     ok &= p.check("rmsnorm_f32_inplace", x, 1e-5)?;
@@ -515,6 +680,94 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         p.run(|b| b.b_attention(&prm, q, &pos, out))?;
         // The CPU rounds the softmax weights to f16; the device keeps them in f32.
         ok &= p.check(name, out, 5e-3)?;
+    }
+
+    // The Q/K norms, RoPE and the KV store in one call, on both layers, then attention over
+    // what it stored: with per-head norms (gains) and partial half-split RoPE, and with
+    // neither (a NoPE layer without norms). Then gated attention, whose output a matmul reads
+    // (the device quantizes it in the combine).
+    let qgain: Vec<f32> = (0..HEAD).map(|_| 1.0 + rng.normal(0.2)).collect();
+    let kgain: Vec<f32> = (0..HEAD).map(|_| 1.0 + rng.normal(0.2)).collect();
+    let qt = Tensor {
+        ty: GgmlType::F32,
+        rows: 1,
+        cols: HEAD,
+        data: bytemuck::cast_slice(&qgain),
+        id: 4000,
+    };
+    let kt = Tensor {
+        id: 4001,
+        data: bytemuck::cast_slice(&kgain),
+        ..qt
+    };
+    p.cu.upload(&[qt, kt]).map_err(|e| e.to_string())?;
+    let wo_data = matrix(rng, GgmlType::Q4_K, 256, N_HEAD * HEAD, 0.1)?;
+    let wo = Tensor {
+        ty: GgmlType::Q4_K,
+        rows: 256,
+        cols: N_HEAD * HEAD,
+        data: &wo_data,
+        id: 4002,
+    };
+    p.cu.upload(&[wo]).map_err(|e| e.to_string())?;
+    let mut start = n_pos as u32;
+    for (case, with) in [("normed_rope", true), ("plain", false)] {
+        for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
+            for rows in [16usize, 1] {
+                let pos: Vec<u32> = (start..start + rows as u32).collect();
+                start += rows as u32;
+                let prep = QkPrep {
+                    layer,
+                    n_head: N_HEAD,
+                    n_head_kv: N_HEAD_KV,
+                    head_dim: HEAD,
+                    norm: with.then_some((Some(&qt), Some(&kt), 1e-6)),
+                    rope: with.then_some((HEAD / 2, 10000.0, RopeStyle::HalfSplit)),
+                };
+                let (q, k, v) = (
+                    buf(A, rows * N_HEAD * HEAD),
+                    buf(B, rows * kd),
+                    buf(C, rows * kd),
+                );
+                p.put(q, &rng.vec(q.len, 2.0))?;
+                p.put(k, &rng.vec(k.len, 2.0))?;
+                p.put(v, &rng.vec(v.len, 1.0))?;
+                p.run(|b| b.b_attn_inputs(&prep, q, k, v, &pos))?;
+                let tag = format!("attn_inputs_{case}_layer{layer}_rows{rows}");
+                ok &= p.check(&format!("{tag}_q"), q, 1e-4)?;
+                ok &= p.check(&format!("{tag}_k"), k, 1e-4)?;
+                let prm = AttnParams {
+                    layer,
+                    n_head: N_HEAD,
+                    n_head_kv: N_HEAD_KV,
+                    head_dim: HEAD,
+                    head_dim_v: HEAD,
+                    scale: 0.125,
+                    window,
+                };
+                let out = buf(D, rows * N_HEAD * HEAD);
+                p.poison(out)?;
+                p.run(|b| b.b_attention(&prm, q, &pos, out))?;
+                ok &= p.check(&format!("{tag}_attention"), out, 5e-3)?;
+                // Gated, then the output projection reading the combine's quantization.
+                // (k is in the cache now: its region is free for the gate.)
+                let gate = buf(B, out.len);
+                let proj = buf(C, rows * 256);
+                p.put(gate, &rng.vec(gate.len, 2.0))?;
+                p.poison(out)?;
+                p.poison(proj)?;
+                p.run(|b| {
+                    b.b_attention_gated(&prm, q, &pos, gate, out)?;
+                    b.b_matmul(&wo, out, rows, proj)
+                })?;
+                ok &= p.check(&format!("{tag}_attention_gated"), out, 5e-3)?;
+                ok &= p.check(
+                    &format!("{tag}_attention_gated_then_matmul"),
+                    proj,
+                    matmul_tol(GgmlType::Q4_K),
+                )?;
+            }
+        }
     }
     Ok(ok)
 }

@@ -1,0 +1,67 @@
+// One layer's attention inputs in one launch (`Backend::attn_inputs`): the per-head RMSNorm of
+// Q and K, RoPE on both, and the store of K and V into the f16 KV cache (layout as in
+// attention.cu). Each block takes one head of one row, so the head's norm is a block-local
+// reduction and RoPE's pairs are in shared memory.
+//
+// grid: (n_head + 2 * n_head_kv, rows); blocks [0, n_head) take Q heads, the next n_head_kv
+// K heads, the last n_head_kv V heads (stored only). block: a multiple of 32 threads.
+// norm: 0 none, 1 per-head RMSNorm with gains qw / kw (null: gain 1) and epsilon eps.
+// rope_dim < 2: no RoPE; otherwise as rope_f32 (theta_scale, style).
+
+extern "C" __global__ void attn_inputs(float* q, float* k, const float* __restrict__ v,
+                                       const float* __restrict__ qw, const float* __restrict__ kw, int norm,
+                                       float eps, int n_head, int n_head_kv, int head_dim, int head_dim_v,
+                                       int rope_dim, float theta_scale, int style, u16* kv,
+                                       const u32* __restrict__ slot, u64 slot_stride, u64 k_off, u64 v_off,
+                                       int cap, const u32* __restrict__ pos) {
+    pdl_begin();
+    __shared__ float hs[MAX_HEAD];
+    __shared__ double part[32];
+    const int hb = blockIdx.x, r = blockIdx.y;
+    const u32 p = pos[r];
+    u16* base = kv + (u64)slot[0] * slot_stride;
+    const u64 ring = p % (u32)cap;
+    if (hb >= n_head + n_head_kv) {
+        const int h = hb - n_head - n_head_kv;
+        const int v_dim = n_head_kv * head_dim_v;
+        const float* src = v + (size_t)r * v_dim + (size_t)h * head_dim_v;
+        u16* dst = base + v_off + ring * (u64)v_dim + (u64)h * head_dim_v;
+        for (int i = threadIdx.x; i < head_dim_v; i += blockDim.x) dst[i] = f2h(src[i]);
+        return;
+    }
+    const bool is_q = hb < n_head;
+    const int h = is_q ? hb : hb - n_head;
+    float* x = is_q ? q + ((size_t)r * n_head + h) * head_dim : k + ((size_t)r * n_head_kv + h) * head_dim;
+    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) hs[i] = x[i];
+    if (norm) {
+        const float* w = is_q ? qw : kw;
+        double s = 0.0;
+        for (int i = threadIdx.x; i < head_dim; i += blockDim.x) s += (double)(hs[i] * hs[i]);
+        const float scale = rms_scale(block_sum_f64(s, part), head_dim, eps);
+        for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+            const float t = __fmul_rn(hs[i], scale);
+            hs[i] = w ? __fmul_rn(t, w[i]) : t;
+        }
+    }
+    __syncthreads();
+    if (rope_dim >= 2) {
+        const int half = rope_dim >> 1;
+        for (int i = threadIdx.x; i < half; i += blockDim.x) {
+            float theta = (float)p;
+            for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, theta_scale);
+            const float sn = sinf(theta), c = cosf(theta);
+            const int a = style == 0 ? 2 * i : i;
+            const int b = style == 0 ? 2 * i + 1 : i + half;
+            const float x0 = hs[a], x1 = hs[b];
+            hs[a] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
+            hs[b] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
+        }
+        __syncthreads();
+    }
+    const int k_dim = n_head_kv * head_dim;
+    u16* kd = base + k_off + ring * (u64)k_dim + (u64)h * head_dim;
+    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+        x[i] = hs[i];
+        if (!is_q) kd[i] = f2h(hs[i]);
+    }
+}
