@@ -51,8 +51,27 @@ done
 
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
   [ -s "$M/two.gguf" ] || step synth-two "$first" synth --out "$M/two.gguf" --full --layers 2
-  TAIL=60 step ncu ncu --clock-control none -k "regex:gemv_q[46]_k_(r1|rw2)" -c "${NCU_COUNT:-24}" \
+  # Every kernel of one eager decode step, in launch order: duration, grid, block, registers,
+  # DRAM bytes read.
+  step trace ncu --clock-control none --profile-from-start off --csv --page raw --print-units base \
+    --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,dram__bytes_read.sum \
+    "$first" trace --model "$M/two.gguf" --prefill 512
+  python3 - "$OUT/trace.log" > "$OUT/trace.txt" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+h = rows[0]; data = [r for r in rows[2:] if len(r) == len(h)]
+col = {n: h.index(n) for n in h}
+tot = 0.0
+for r in data:
+    us = float(r[col["gpu__time_duration.sum"]].replace(",", "")) / 1e3
+    tot += us
+    mb = float(r[col["dram__bytes_read.sum"]].replace(",", "")) / 1e6
+    print(f'{r[col["Kernel Name"]][:28]:28} {us:9.2f} us grid {r[col["launch__grid_size"]]:>7} block {r[col["launch__block_size"]]:>5} regs {r[col["launch__registers_per_thread"]]:>4} {mb:9.2f} MB')
+print(f"kernels {len(data)}, sum {tot:.1f} us")
+PY
+  cat "$OUT/trace.txt" | tail -n 60
+  TAIL=10 step ncu-gemv ncu --clock-control none --profile-from-start off -k "regex:gemv" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    "$first" bench --model "$M/two.gguf" --prefill 8 --steps 4 --bw-gib 1
+    --section MemoryWorkloadAnalysis "$first" trace --model "$M/two.gguf" --prefill 512
 fi
 grep -h "^SUMMARY|" "$OUT"/bench-*.log | sed 's/^SUMMARY|//'

@@ -723,7 +723,7 @@ impl Backend for CudaBackend {
     ) -> Result<(), CudaError> {
         self.matmul_many(&[w_gate, w_up], x, rows, &[gate, up])?;
         let n = gate.len;
-        let cols = if rows == 0 { 0 } else { n / rows };
+        let cols = n.checked_div(rows).unwrap_or(0);
         // The activation also quantizes its output for the down projection (one launch).
         let fuse = rows > 0
             && rows <= self.cap.chunk
