@@ -13,6 +13,8 @@
 
 #define ATT_WARPS 4
 #define MAX_HEAD 256
+// Most splits of one query's keys (the host's decode split count stays below it).
+#define MAX_SPLITS 256
 
 extern "C" __global__ void kv_store_f16(u16* kv, const u32* __restrict__ slot, u64 slot_stride, u64 k_off,
                                         u64 v_off, int cap, const float* __restrict__ k,
@@ -129,11 +131,13 @@ extern "C" __global__ void attn_combine(const float* __restrict__ part, const fl
                                         const float* __restrict__ gate, i8* __restrict__ q8,
                                         float2* __restrict__ ds8) {
     pdl_begin();
+    __shared__ float wsplit[MAX_SPLITS];
     const int h = blockIdx.x, r = blockIdx.y;
     int first, n;
     visible(pos[r], window, &first, &n);
     const int ns = splits_for(n, max_splits, min_keys);
     const size_t base = ((size_t)r * n_head + h) * max_splits;
+    // Every split's weight exp(m_s - max) / sum, once, in shared memory.
     float mx = NEG_INF;
     for (int s = 0; s < ns; ++s) mx = fmaxf(mx, ml[base + s].x);
     float lsum = 0.0f;
@@ -142,12 +146,14 @@ extern "C" __global__ void attn_combine(const float* __restrict__ part, const fl
         if (v.x != NEG_INF) lsum += v.y * expf(v.x - mx);
     }
     const float inv = 1.0f / lsum;
+    for (int s = threadIdx.x; s < ns; s += blockDim.x) {
+        const float2 v = ml[base + s];
+        wsplit[s] = v.x == NEG_INF ? 0.0f : expf(v.x - mx);
+    }
+    __syncthreads();
     for (int d = threadIdx.x; d < head_dim_v; d += blockDim.x) {
         float o = 0.0f;
-        for (int s = 0; s < ns; ++s) {
-            const float2 v = ml[base + s];
-            if (v.x != NEG_INF) o += part[(base + s) * head_dim_v + d] * expf(v.x - mx);
-        }
+        for (int s = 0; s < ns; ++s) o += part[(base + s) * head_dim_v + d] * wsplit[s];
         const size_t e = ((size_t)r * n_head + h) * head_dim_v + d;
         float y = o * inv;
         if (gate) y *= 1.0f / (1.0f + expf(-gate[e]));

@@ -8,7 +8,9 @@
 #   2. the 30B-shape Q4_K_M model, written on the device by our writer (once per machine), and
 #      `cuda-check bench` of each binary on it (per-GEMV times, a per-op profile, prefill, and
 #      decode with and without the graph and programmatic dependent launch);
-#   3. NCU=1: Nsight Compute on the one-row GEMVs of a two-layer model of the same widths
+#   3. NCU=1: Nsight Compute on one eager decode step of a two-layer model of the same widths
+#      (every kernel's time, grid and DRAM bytes; NCU_CACHE=all flushes the caches before
+#      each kernel, the default none keeps them warm as in a real step) and on its GEMVs
 #      (occupancy, registers, DRAM throughput, warp stalls), where the machine's runtime lets
 #      ncu read the counters.
 # Logs go to $OUT; SKIP_CHECKS=1 skips step 1; STEPS and PREFILL size the bench.
@@ -52,25 +54,33 @@ done
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
   [ -s "$M/two.gguf" ] || step synth-two "$first" synth --out "$M/two.gguf" --full --layers 2
   # Every kernel of one eager decode step, in launch order: duration, grid, block, registers,
-  # DRAM bytes read.
-  step trace ncu --clock-control none --profile-from-start off --csv --page raw --print-units base \
-    --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,dram__bytes_read.sum \
-    "$first" trace --model "$M/two.gguf" --prefill 512
-  python3 - "$OUT/trace.log" > "$OUT/trace.txt" <<'PY'
+  # DRAM bytes read; then the time by kernel name. One trace per binary.
+  for c in "$B"/cuda-check*; do
+    n=$(basename "$c")
+    TAIL=1 step "trace-$n" ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off \
+      --csv --page raw --print-units base \
+      --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,dram__bytes_read.sum \
+      "$c" trace --model "$M/two.gguf" --prefill 512
+    python3 - "$OUT/trace-$n.log" > "$OUT/trace-$n.txt" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
 h = rows[0]; data = [r for r in rows[2:] if len(r) == len(h)]
 col = {n: h.index(n) for n in h}
-tot = 0.0
+tot = 0.0; by = {}
 for r in data:
     us = float(r[col["gpu__time_duration.sum"]].replace(",", "")) / 1e3
     tot += us
+    name = r[col["Kernel Name"]]
+    k = by.setdefault(name, [0, 0.0]); k[0] += 1; k[1] += us
     mb = float(r[col["dram__bytes_read.sum"]].replace(",", "")) / 1e6
-    print(f'{r[col["Kernel Name"]][:28]:28} {us:9.2f} us grid {r[col["launch__grid_size"]]:>7} block {r[col["launch__block_size"]]:>5} regs {r[col["launch__registers_per_thread"]]:>4} {mb:9.2f} MB')
+    print(f'{name[:28]:28} {us:9.2f} us grid {r[col["launch__grid_size"]]:>7} block {r[col["launch__block_size"]]:>5} regs {r[col["launch__registers_per_thread"]]:>4} {mb:9.2f} MB')
 print(f"kernels {len(data)}, sum {tot:.1f} us")
+for name, (n, us) in sorted(by.items(), key=lambda kv: -kv[1][1]):
+    print(f"BY|{name[:28]:28} {n:3} calls {us:9.2f} us")
 PY
-  cat "$OUT/trace.txt" | tail -n 60
-  TAIL=10 step ncu-gemv ncu --clock-control none --profile-from-start off -k "regex:gemv" \
+    echo "-- $n"; grep "^BY|\|^kernels" "$OUT/trace-$n.txt"
+  done
+  TAIL=10 step ncu-gemv ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off -k "regex:gemv" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis "$first" trace --model "$M/two.gguf" --prefill 512
 fi

@@ -18,8 +18,10 @@ use crate::CudaError;
 
 /// Widest head the attention kernels take (`MAX_HEAD` in `attention.cu`).
 pub const MAX_HEAD_DIM: usize = 256;
+/// Most splits of the split-K attention (`MAX_SPLITS` in `attention.cu`).
+pub(crate) const MAX_SPLITS: usize = 64;
 /// Fewest keys per split of the split-K attention.
-pub(crate) const MIN_KEYS_PER_SPLIT: usize = 32;
+pub(crate) const MIN_KEYS_PER_SPLIT: usize = 16;
 
 /// What a [`CudaBackend`] is sized for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,9 +149,10 @@ impl CudaBackend {
         let cols = cap.max_cols.div_ceil(32) * 32;
         let aq_bytes = cap.chunk.checked_mul(cols).ok_or(ovf)?;
         let ads_bytes = aq_bytes / 32 * 8;
-        // Enough splits to give every multiprocessor two blocks at batch 1.
-        let want = (2 * gpu.sm_count() as usize).div_ceil(cap.n_head.max(1));
-        let decode_splits = want.clamp(1, 64);
+        // Enough splits to give every multiprocessor eight blocks at batch 1 (each split then
+        // walks few keys: its warps' key loop is a chain of dependent loads).
+        let want = (8 * gpu.sm_count() as usize).div_ceil(cap.n_head.max(1));
+        let decode_splits = want.clamp(1, MAX_SPLITS);
         let parts = (cap.chunk.checked_mul(cap.n_head).ok_or(ovf)?).max(cap.n_head * decode_splits);
         let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
         let arena_bytes = cap.arena_len.checked_mul(4).ok_or(ovf)?;

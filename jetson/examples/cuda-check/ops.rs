@@ -710,9 +710,10 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         id: 4002,
     };
     p.cu.upload(&[wo]).map_err(|e| e.to_string())?;
-    let mut start = n_pos as u32;
     for (case, with) in [("normed_rope", true), ("plain", false)] {
         for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
+            // Positions 200..217 (each case rewrites them, on the CPU and the device alike).
+            let mut start = n_pos as u32;
             for rows in [16usize, 1] {
                 let pos: Vec<u32> = (start..start + rows as u32).collect();
                 start += rows as u32;
