@@ -17,15 +17,20 @@ struct ActChunk {
 
 // Q4_K chunk c (0..8) of super-block kb: quant bytes 16c..16c+16 hold elements 16(c&1).. of
 // sub-block 2(c>>1) (low nibbles) and of sub-block 2(c>>1)+1 (high).
+// Activation loads: from global memory through the read-only path, or (SM) from the block's
+// shared-memory copy.
+template <bool SM, typename V> __device__ __forceinline__ V ld_act(const V* p) { return SM ? *p : __ldg(p); }
+
+template <bool SM = false>
 __device__ __forceinline__ ActChunk q4k_act(int c, int kb, const i8* __restrict__ aq,
                                             const float2* __restrict__ ads) {
     const int p = c >> 1, half = c & 1;
     const int j0 = 8 * kb + 2 * p;
     ActChunk a;
-    a.a0 = __ldg((const uint4*)(aq + 32 * j0 + 16 * half));
-    a.a1 = __ldg((const uint4*)(aq + 32 * (j0 + 1) + 16 * half));
-    a.ds0 = __ldg(ads + j0);
-    a.ds1 = __ldg(ads + j0 + 1);
+    a.a0 = ld_act<SM>((const uint4*)(aq + 32 * j0 + 16 * half));
+    a.a1 = ld_act<SM>((const uint4*)(aq + 32 * (j0 + 1) + 16 * half));
+    a.ds0 = ld_act<SM>(ads + j0);
+    a.ds1 = ld_act<SM>(ads + j0 + 1);
     return a;
 }
 
@@ -67,11 +72,6 @@ __device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const 
     return v;
 }
 
-__device__ __forceinline__ float q4k_chunk(const u8* __restrict__ b, int c, int kb,
-                                           const i8* __restrict__ aq, const float2* __restrict__ ads) {
-    return q4k_dot(b, c, q4k_act(c, kb, aq, ads));
-}
-
 // 16 bytes at a 2-byte aligned address, as four words, from five aligned 4-byte loads.
 __device__ __forceinline__ void ld16_a2(const u8* p, u32 (&o)[4]) {
     const size_t a = (size_t)p;
@@ -87,16 +87,17 @@ __device__ __forceinline__ void ld16_a2(const u8* p, u32 (&o)[4]) {
 // Q6_K chunk c (0..8) of super-block kb: half h = c>>2, l0 = 16(c&3); ql bytes 64h + l0.. give
 // elements 128h + l0.. (low nibbles) and 128h + 64 + l0.. (high), with top bits from qh bytes
 // 32h + (l0 & 31).., at shifts 2(c&3>>1) and 4 + 2(c&3>>1).
+template <bool SM = false>
 __device__ __forceinline__ ActChunk q6k_act(int c, int kb, const i8* __restrict__ aq,
                                             const float2* __restrict__ ads) {
     const int h = c >> 2, cc = c & 3;
     const int e0 = 256 * kb + 128 * h + 16 * cc;
     const int e1 = e0 + 64;
     ActChunk a;
-    a.a0 = __ldg((const uint4*)(aq + e0));
-    a.a1 = __ldg((const uint4*)(aq + e1));
-    a.ds0 = __ldg(ads + (e0 >> 5));
-    a.ds1 = __ldg(ads + (e1 >> 5));
+    a.a0 = ld_act<SM>((const uint4*)(aq + e0));
+    a.a1 = ld_act<SM>((const uint4*)(aq + e1));
+    a.ds0 = ld_act<SM>(ads + (e0 >> 5));
+    a.ds1 = ld_act<SM>(ads + (e1 >> 5));
     return a;
 }
 
@@ -124,24 +125,18 @@ __device__ __forceinline__ float q6k_dot(const u8* __restrict__ b, int c, const 
     return d * (sc0 * a.ds0.x * (float)s0 + sc1 * a.ds1.x * (float)s1);
 }
 
-__device__ __forceinline__ float q6k_chunk(const u8* __restrict__ b, int c, int kb,
-                                           const i8* __restrict__ aq, const float2* __restrict__ ads) {
-    return q6k_dot(b, c, q6k_act(c, kb, aq, ads));
-}
-
-template <int T>
-__device__ __forceinline__ float k_chunk(const u8* b, int c, int kb, const i8* aq, const float2* ads);
-template <>
-__device__ __forceinline__ float k_chunk<T_Q4_K>(const u8* b, int c, int kb, const i8* aq, const float2* ads) {
-    return q4k_chunk(b, c, kb, aq, ads);
-}
-template <>
-__device__ __forceinline__ float k_chunk<T_Q6_K>(const u8* b, int c, int kb, const i8* aq, const float2* ads) {
-    return q6k_chunk(b, c, kb, aq, ads);
+// Chunk c of super-block kb (at `b`) against its activations.
+template <int T, bool SM>
+__device__ __forceinline__ float k_chunk(const u8* __restrict__ b, int c, int kb, const i8* __restrict__ aq,
+                                         const float2* __restrict__ ads) {
+    if (T == T_Q4_K) return q4k_dot(b, c, q4k_act<SM>(c, kb, aq, ads));
+    return q6k_dot(b, c, q6k_act<SM>(c, kb, aq, ads));
 }
 
 // out[row] = W[row] . x for the row of each team of `wpr` warps (blockIdx.y the activation row).
-template <int T, int BB>
+// SM: the block first copies the activation row (cols int8 and cols / 32 (d, d * sum) pairs)
+// into dynamic shared memory, and the chunks read it from there instead of through L1.
+template <int T, int BB, bool SM = false>
 __device__ __forceinline__ void gemv_k1(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
                                         const i8* __restrict__ aq, const float2* __restrict__ ads,
                                         float* __restrict__ out, int wpr) {
@@ -161,14 +156,24 @@ __device__ __forceinline__ void gemv_k1(const u8* __restrict__ w, u64 row_bytes,
     if (t >> 3 < nb) prefetch_l2(wr + (size_t)(t >> 3) * BB + 16 * c);
     if ((t >> 3) + step < nb) prefetch_l2(wr + (size_t)((t >> 3) + step) * BB + 16 * c);
     pdl_begin();
+    if (SM) {
+        extern __shared__ uint4 act_smem[];
+        uint4* sq = act_smem;
+        float2* sd = (float2*)(act_smem + (cols >> 4));
+        for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x) sq[i] = __ldg((const uint4*)a + i);
+        for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = __ldg(ad + i);
+        __syncthreads();
+        a = (const i8*)sq;
+        ad = sd;
+    }
     if (row < n_out) {
         int kb = t >> 3;
         float v0 = 0.0f, v1 = 0.0f;
         for (; kb + step < nb; kb += 2 * step) {
-            v0 += k_chunk<T>(wr + (size_t)kb * BB, c, kb, a, ad);
-            v1 += k_chunk<T>(wr + (size_t)(kb + step) * BB, c, kb + step, a, ad);
+            v0 += k_chunk<T, SM>(wr + (size_t)kb * BB, c, kb, a, ad);
+            v1 += k_chunk<T, SM>(wr + (size_t)(kb + step) * BB, c, kb + step, a, ad);
         }
-        if (kb < nb) v0 += k_chunk<T>(wr + (size_t)kb * BB, c, kb, a, ad);
+        if (kb < nb) v0 += k_chunk<T, SM>(wr + (size_t)kb * BB, c, kb, a, ad);
         acc[0] = v0 + v1;
     }
     team_store<1>(acc, wpr, row, n_out, (int)blockIdx.y, out);
@@ -182,6 +187,18 @@ extern "C" __global__ void gemv_q4_k_r1(const u8* w, u64 rb, int n_out, int cols
 extern "C" __global__ void gemv_q6_k_r1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                         const float2* ads, float* out, int wpr) {
     gemv_k1<T_Q6_K, 210>(w, rb, n_out, cols, aq, ads, out, wpr);
+}
+
+// The same with the activation row staged in shared memory (cols + cols / 4 bytes of dynamic
+// shared memory).
+extern "C" __global__ void gemv_q4_k_s1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                        const float2* ads, float* out, int wpr) {
+    gemv_k1<T_Q4_K, 144, true>(w, rb, n_out, cols, aq, ads, out, wpr);
+}
+
+extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
+                                        const float2* ads, float* out, int wpr) {
+    gemv_k1<T_Q6_K, 210, true>(w, rb, n_out, cols, aq, ads, out, wpr);
 }
 
 // Several output rows per warp (wide matrices; instantiated with RW = 2: 4 was slower on the
@@ -214,7 +231,7 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
     for (int r = 0; r < RW; ++r) acc[r] = 0.0f;
 #pragma unroll 2
     for (int kb = lane >> 3; kb < nb; kb += 4) {
-        const ActChunk ac = T == T_Q4_K ? q4k_act(c, kb, a, ad) : q6k_act(c, kb, a, ad);
+        const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
 #pragma unroll
         for (int r = 0; r < RW; ++r) {
             const u8* b = wr[r] + (size_t)kb * BB;

@@ -1,9 +1,14 @@
 // Row-wise RMSNorm: out = x / sqrt(mean(x^2) + eps) * w (w may be null: gain 1). The sum of
 // squares is taken in f64 as the CPU reference does. x == out is allowed: each thread writes
-// only the elements it read. grid: rows; block: any multiple of 32 up to 1024.
+// only the elements it read. grid: rows; block: any multiple of 32 up to 1024 (the kernels
+// are bounded to 1024 threads, so any block size launches).
 // With ADD, x += y first (the residual add, as the CPU's `add` rounds it), written back to x;
 // with PRE also, y = rmsnorm(y) * pw before that (written back to y). Every loop gives a thread
 // the same elements, so it reads back only what it wrote.
+
+// Values a thread keeps in registers on the fast path: the host sizes the block to about 8
+// values a thread, so rows up to 8192 wide take it.
+#define NORM_VALUES 8
 
 template <bool Q, bool ADD, bool PRE = false>
 __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __restrict__ w,
@@ -15,18 +20,69 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
     float* xr = x + (size_t)blockIdx.x * dim;
     float* yr = ADD ? y + (size_t)blockIdx.x * dim : nullptr;
     float* orow = out + (size_t)blockIdx.x * dim;
-    // PRE: y = rmsnorm(y) * pw first (the branch's post-norm), written back to y.
+    const int t = threadIdx.x, bd = blockDim.x;
+    if (dim <= NORM_VALUES * bd) {
+        // Fast path: every load of the row is issued before the first use (a loop would wait
+        // for each load in turn), and nothing is read twice.
+        float xv[NORM_VALUES], yv[NORM_VALUES];
+#pragma unroll
+        for (int k = 0; k < NORM_VALUES; ++k) {
+            const int i = t + k * bd;
+            xv[k] = i < dim ? xr[i] : 0.0f;
+            yv[k] = ADD && i < dim ? yr[i] : 0.0f;
+        }
+        if (PRE) {
+            double sy = 0.0;
+#pragma unroll
+            for (int k = 0; k < NORM_VALUES; ++k) sy += (double)(yv[k] * yv[k]);
+            const float ys = rms_scale(block_sum_f64(sy, part), dim, peps);
+#pragma unroll
+            for (int k = 0; k < NORM_VALUES; ++k) {
+                const int i = t + k * bd;
+                if (i < dim) {
+                    yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), pw[i]);
+                    yr[i] = yv[k];
+                }
+            }
+        }
+        double s = 0.0;
+#pragma unroll
+        for (int k = 0; k < NORM_VALUES; ++k) {
+            const int i = t + k * bd;
+            if (ADD) {
+                xv[k] = __fadd_rn(xv[k], yv[k]);
+                if (i < dim) xr[i] = xv[k];
+            }
+            s += (double)(xv[k] * xv[k]);
+        }
+        const float scale = rms_scale(block_sum_f64(s, part), dim, eps);
+#pragma unroll
+        for (int k = 0; k < NORM_VALUES; ++k) {
+            const int i = t + k * bd;
+            if (i < dim) {
+                float v = __fmul_rn(xv[k], scale);
+                v = w ? __fmul_rn(v, w[i]) : v;
+                orow[i] = v;
+                // The warp holds the 32 values of one q8_1 block: quantize as quantize_q8_1
+                // does.
+                if (Q) quantize_lane_q8(v, (size_t)blockIdx.x * dim + i, q, ds);
+            }
+        }
+        return;
+    }
+    // Wider rows: loops over the row (each loop gives a thread the same elements, so it reads
+    // back only what it wrote).
     float yscale = 1.0f;
     if (PRE) {
         double sy = 0.0;
-        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        for (int i = t; i < dim; i += bd) {
             const float v = yr[i];
             sy += (double)(v * v);
         }
         yscale = rms_scale(block_sum_f64(sy, part), dim, peps);
     }
     double s = 0.0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    for (int i = t; i < dim; i += bd) {
         float v = xr[i];
         if (ADD) {
             float b = yr[i];
@@ -40,36 +96,35 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
         s += (double)(v * v);
     }
     const float scale = rms_scale(block_sum_f64(s, part), dim, eps);
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    for (int i = t; i < dim; i += bd) {
         float v = __fmul_rn(xr[i], scale);
         v = w ? __fmul_rn(v, w[i]) : v;
         orow[i] = v;
-        // The warp holds the 32 values of one q8_1 block: quantize as quantize_q8_1 does.
         if (Q) quantize_lane_q8(v, (size_t)blockIdx.x * dim + i, q, ds);
     }
 }
 
-extern "C" __global__ void rmsnorm_f32(const float* x, const float* __restrict__ w, float* out, int dim,
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_f32(const float* x, const float* __restrict__ w, float* out, int dim,
                                        float eps) {
     rmsnorm_row<false, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, nullptr, nullptr);
 }
 
 // RMSNorm that also leaves its output quantized to q8_1 blocks in `q`/`ds`, for the matmul that
 // reads it next. Needs dim a multiple of 32 and a block of whole warps.
-extern "C" __global__ void rmsnorm_q8_f32(const float* x, const float* __restrict__ w, float* out, int dim,
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_q8_f32(const float* x, const float* __restrict__ w, float* out, int dim,
                                           float eps, i8* __restrict__ q, float2* __restrict__ ds) {
     rmsnorm_row<true, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds);
 }
 
 // The residual add and the next norm in one launch: x += y, then out = rmsnorm(x) * w
 // (`Backend::add_rmsnorm`); out must not overlap x or y.
-extern "C" __global__ void add_rmsnorm_f32(float* x, const float* __restrict__ y, const float* __restrict__ w,
+extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_f32(float* x, const float* __restrict__ y, const float* __restrict__ w,
                                            float* out, int dim, float eps) {
     rmsnorm_row<false, true>(x, const_cast<float*>(y), w, out, dim, eps, nullptr, nullptr);
 }
 
 // The same, also leaving out quantized to q8_1 for the matmul that reads it next.
-extern "C" __global__ void add_rmsnorm_q8_f32(float* x, const float* __restrict__ y, const float* __restrict__ w,
+extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_q8_f32(float* x, const float* __restrict__ y, const float* __restrict__ w,
                                               float* out, int dim, float eps, i8* __restrict__ q,
                                               float2* __restrict__ ds) {
     rmsnorm_row<true, true>(x, const_cast<float*>(y), w, out, dim, eps, q, ds);
@@ -78,13 +133,13 @@ extern "C" __global__ void add_rmsnorm_q8_f32(float* x, const float* __restrict_
 // The branch's post-norm, the residual add and the next norm in one launch
 // (`Backend::norm_add_rmsnorm`): y = rmsnorm(y) * pw (epsilon peps), x += y, then
 // out = rmsnorm(x) * w; out must not overlap x or y.
-extern "C" __global__ void norm_add_rmsnorm_f32(float* x, float* y, const float* __restrict__ pw, float peps,
+extern "C" __global__ void __launch_bounds__(1024) norm_add_rmsnorm_f32(float* x, float* y, const float* __restrict__ pw, float peps,
                                                 const float* __restrict__ w, float* out, int dim, float eps) {
     rmsnorm_row<false, true, true>(x, y, w, out, dim, eps, nullptr, nullptr, pw, peps);
 }
 
 // The same, also leaving out quantized to q8_1 for the matmul that reads it next.
-extern "C" __global__ void norm_add_rmsnorm_q8_f32(float* x, float* y, const float* __restrict__ pw, float peps,
+extern "C" __global__ void __launch_bounds__(1024) norm_add_rmsnorm_q8_f32(float* x, float* y, const float* __restrict__ pw, float peps,
                                                    const float* __restrict__ w, float* out, int dim, float eps,
                                                    i8* __restrict__ q, float2* __restrict__ ds) {
     rmsnorm_row<true, true, true>(x, y, w, out, dim, eps, q, ds, pw, peps);

@@ -136,6 +136,10 @@ pub struct CudaBackend {
     /// Warps the one-row GEMV aims to launch when it splits rows over warp teams; 0 (the
     /// default) picks by width (`auto_team_target`). Public so benchmarks can compare.
     pub gemv_team_target: usize,
+    /// Whether the one-row Q4_K / Q6_K GEMV stages its activation row in shared memory
+    /// (eight warps a block) instead of reading it through L1 (four warps a block): `None`
+    /// chooses by shape ([`crate::auto_smem`]), `Some` forces it (benchmarks).
+    pub gemv_smem: Option<bool>,
 }
 
 impl CudaBackend {
@@ -176,6 +180,7 @@ impl CudaBackend {
             capturing: false,
             qx: None,
             gemv_rows_per_warp: 0,
+            gemv_smem: None,
             gemv_team_target: 0,
             cap,
             gpu,

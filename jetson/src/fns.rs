@@ -35,6 +35,8 @@ pub(crate) struct Fns {
     pub gemv: [(CudaFunction, CudaFunction); 7],
     /// Two-rows-per-warp one-row GEMVs of Q4_K and Q6_K.
     pub gemv_rows: [CudaFunction; 2],
+    /// One-row GEMVs of Q4_K and Q6_K that stage the activations in shared memory.
+    pub gemv_smem: [CudaFunction; 2],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -76,6 +78,7 @@ impl Fns {
             quantize_q8_1: f("quantize_q8_1")?,
             gemv,
             gemv_rows: [f("gemv_q4_k_rw2")?, f("gemv_q6_k_rw2")?],
+            gemv_smem: [f("gemv_q4_k_s1")?, f("gemv_q6_k_s1")?],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,

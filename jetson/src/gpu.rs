@@ -190,8 +190,20 @@ impl Gpu {
         block: u32,
         args: &[Arg],
     ) -> Result<(), CudaError> {
+        self.launch_smem(f, grid, block, 0, args)
+    }
+
+    /// [`Gpu::launch`] with `smem` bytes of dynamic shared memory a block (at most 48 KiB).
+    pub(crate) fn launch_smem(
+        &self,
+        f: sys::CUfunction,
+        grid: (u32, u32, u32),
+        block: u32,
+        smem: u32,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
         const MAX: usize = 24;
-        if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+        if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > 48 * 1024 {
             return Err(CudaError::TooLarge);
         }
         let mut store = [0u64; MAX];
@@ -212,7 +224,7 @@ impl Gpu {
                     f,
                     grid,
                     (block, 1, 1),
-                    0,
+                    smem,
                     self.stream.cu_stream(),
                     &mut ptrs[..args.len()],
                 )
@@ -231,7 +243,7 @@ impl Gpu {
             blockDimX: block,
             blockDimY: 1,
             blockDimZ: 1,
-            sharedMemBytes: 0,
+            sharedMemBytes: smem,
             hStream: self.stream.cu_stream(),
             attrs: &mut attr,
             numAttrs: 1,

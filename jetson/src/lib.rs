@@ -49,7 +49,7 @@ pub use gpu::{DevMem, Gpu};
 #[cfg(not(target_os = "macos"))]
 pub use kv::KvLayout;
 #[cfg(not(target_os = "macos"))]
-pub use ops::WIDE_ROWS;
+pub use ops::{auto_smem, WIDE_ROWS};
 #[cfg(not(target_os = "macos"))]
 pub use runner::{CudaForwardError, CudaModel};
 #[cfg(not(target_os = "macos"))]

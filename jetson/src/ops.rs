@@ -46,6 +46,15 @@ pub(crate) fn auto_rows_per_warp(n_out: usize, cols: usize) -> usize {
     }
 }
 
+/// Whether the one-row Q4_K / Q6_K GEMV of a `(n_out, cols)` matrix stages its activations in
+/// shared memory. Measured on the H200 (BENCHMARKS.md, session 7): it pays on many rows of
+/// at most 8192 columns (the 19 968 × 6656 FFN gate and up: 27.2 → 25.0 µs), where a block's
+/// copy of the row is small and serves eight rows; on few rows (K, V: 2.9 → 3.5 µs) or long
+/// rows split over warp teams (FFN down: 45.8 → 48.3 µs) the copy costs more than it saves.
+pub fn auto_smem(n_out: usize, cols: usize) -> bool {
+    cols <= 8192 && n_out >= 8192
+}
+
 /// The warp-team target of [`team_warps`]: long rows (more than 8192 columns, the FFN down
 /// projection) are split over two warps sooner, which the H200 measurements favour.
 pub(crate) fn auto_team_target(cols: usize) -> usize {
@@ -160,16 +169,35 @@ impl CudaBackend {
                 n => n,
             };
             let wpr = team_warps(w.rows, cols, target);
-            let warps = if wpr > GEMV_WARPS { wpr } else { GEMV_WARPS };
-            let gx = w.rows.div_ceil(warps / wpr) as u32;
             let a = common(
                 self.aq.ptr() + r0 * cols as u64,
                 self.ads.ptr() + r0 * (cols as u64 / 32) * 8,
                 out + r0 * w.rows as u64 * 4,
                 wpr,
             )?;
-            self.gpu
-                .launch(raw(f1), (gx, rest as u32, 1), (warps * 32) as u32, &a)?;
+            let smem = cols + cols / 4;
+            let staged = match w.ty {
+                GgmlType::Q4_K => Some(&fns.gemv_smem[0]),
+                GgmlType::Q6_K => Some(&fns.gemv_smem[1]),
+                _ => None,
+            };
+            let use_smem = self.gemv_smem.unwrap_or_else(|| auto_smem(w.rows, cols));
+            if let (true, Some(f)) = (use_smem && smem <= 48 * 1024, staged) {
+                let warps = 2 * GEMV_WARPS;
+                let gx = w.rows.div_ceil(warps / wpr) as u32;
+                self.gpu.launch_smem(
+                    raw(f),
+                    (gx, rest as u32, 1),
+                    (warps * 32) as u32,
+                    smem as u32,
+                    &a,
+                )?;
+            } else {
+                let warps = if wpr > GEMV_WARPS { wpr } else { GEMV_WARPS };
+                let gx = w.rows.div_ceil(warps / wpr) as u32;
+                self.gpu
+                    .launch(raw(f1), (gx, rest as u32, 1), (warps * 32) as u32, &a)?;
+            }
         }
         Ok(())
     }
@@ -820,7 +848,18 @@ impl Backend for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::team_warps;
+    use super::{auto_smem, team_warps};
+
+    #[test]
+    fn shared_memory_activations_only_for_many_short_rows() {
+        // 30B shapes: FFN gate and up stage; Q, K, V, the output projection and FFN down do
+        // not (the head takes the two-rows-a-warp kernel, which never stages).
+        assert!(auto_smem(19968, 6656));
+        assert!(!auto_smem(4096, 6656));
+        assert!(!auto_smem(256, 6656));
+        assert!(!auto_smem(6656, 19968));
+        assert!(!auto_smem(6656, 4096));
+    }
 
     #[test]
     fn team_warps_split_small_outputs_only() {

@@ -186,17 +186,32 @@ pub fn run(
 
     gemv_bench(&mut m, &gpu, &loaded, bw)?;
 
-    // Without and with programmatic dependent launch (where the GPU has it), alternated.
-    let pdl_modes: &[bool] = if gpu.compute_capability().0 >= 9 {
-        &[false, true, false, true]
+    // Without and with programmatic dependent launch (where the GPU has it), and with the
+    // activations of the one-row GEMVs in shared memory, alternated.
+    let modes: &[(bool, Option<bool>)] = if gpu.compute_capability().0 >= 9 {
+        &[
+            (false, Some(false)),
+            (true, Some(false)),
+            (true, None),
+            (false, Some(false)),
+            (true, Some(false)),
+            (true, None),
+        ]
     } else {
-        &[false]
+        &[(false, Some(false)), (false, None)]
     };
     let pdl_default = gpu.pdl();
-    for &pdl in pdl_modes {
+    let smem_default = m.backend().gemv_smem;
+    for &(pdl, smem) in modes {
         gpu.set_pdl(pdl);
+        m.backend().gemv_smem = smem;
         m.drop_graph();
-        let launch = if pdl { "PDL" } else { "plain" };
+        let launch = match (pdl, smem) {
+            (false, Some(false)) => "plain",
+            (true, Some(false)) => "PDL",
+            (false, _) => "shaped smem-GEMV",
+            (true, _) => "PDL shaped smem-GEMV",
+        };
         for (mode, graph) in [("eager", false), ("graph", true)] {
             let mut tok = tokens.last().copied().unwrap_or(0);
             // Warm-up step (captures the graph), not timed.
@@ -227,6 +242,7 @@ pub fn run(
         }
     }
     gpu.set_pdl(pdl_default);
+    m.backend().gemv_smem = smem_default;
     Ok(())
 }
 
@@ -263,14 +279,23 @@ fn gemv_bench(
     let (model, be) = m.parts();
     let layout = model.layout;
     let reps = 50;
-    // (rows a warp, team target); 0 = the backend's automatic choice.
-    let variants: [(usize, usize); 3] = [(1, 6144), (2, 6144), (0, 0)];
-    for (rw, target) in variants {
+    // (rows a warp, team target, activations in shared memory); 0 = the backend's automatic
+    // choice.
+    let smem_default = be.gemv_smem;
+    let variants: [(usize, usize, Option<bool>); 4] = [
+        (1, 6144, Some(false)),
+        (2, 6144, Some(false)),
+        (0, 0, Some(false)),
+        (0, 0, None),
+    ];
+    for (rw, target, smem) in variants {
         be.gemv_rows_per_warp = rw;
         be.gemv_team_target = target;
+        be.gemv_smem = smem;
         println!(
-            "  GEMV variant: {rw} row(s) a warp on Q4_K/Q6_K matrices of >= {} rows, team target {target} warps",
-            glimmer_jetson::WIDE_ROWS
+            "  GEMV variant: {rw} row(s) a warp on Q4_K/Q6_K matrices of >= {} rows, team target {target} warps, activations in shared memory: {}",
+            glimmer_jetson::WIDE_ROWS,
+            smem.map_or("by shape".to_owned(), |b| b.to_string())
         );
         let mut total_bytes = 0f64;
         let mut total_s = 0f64;
@@ -315,7 +340,7 @@ fn gemv_bench(
             );
         }
         println!(
-        "SUMMARY|gemv|rows/warp {rw} target {target}: all weights of a token, one GEMV at a time|{:.2} ms|{:.0} GB/s = {:.1}% of HBM",
+        "SUMMARY|gemv|rows/warp {rw} target {target} smem {smem:?}: all weights of a token, one GEMV at a time|{:.2} ms|{:.0} GB/s = {:.1}% of HBM",
         total_s * 1e3,
         total_bytes / total_s / 1e9,
         100.0 * total_bytes / total_s / bw
@@ -323,6 +348,7 @@ fn gemv_bench(
     }
     be.gemv_rows_per_warp = 0;
     be.gemv_team_target = 0;
+    be.gemv_smem = smem_default;
 
     // One eager step per op, synchronizing after each.
     let mut times = OpTimes::default();

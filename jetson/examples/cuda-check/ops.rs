@@ -347,11 +347,13 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // warp teams.
     // (2050, 1280): the several-rows-a-warp Q4_K/Q6_K kernels with a ragged last warp and
     // three activation rows.
-    let shapes: [(usize, usize, &[usize]); 4] = [
+    // (8200, 512): the one-row Q4_K/Q6_K kernels that stage the activations in shared memory.
+    let shapes: [(usize, usize, &[usize]); 5] = [
         (100, 512, &[1, 11]),
         (4100, 768, &[1]),
         (300, 4096, &[1, 3]),
         (2050, 1280, &[1, 3]),
+        (8200, 512, &[1, 3]),
     ];
     let mut id = 1000;
     for (n_out, cols, row_counts) in shapes {
