@@ -1,7 +1,8 @@
 // Embedding lookup: out[r] = dequantize(table row tokens[r]), element by element, for every
 // block format the GEMV kernels read plus F32 / F16 / BF16.
 
-__device__ float dequant_elem(int ty, const u8* __restrict__ row, int i) {
+// Element i of a row of `cols` (Q6_K rows are in the device's plane layout).
+__device__ float dequant_elem(int ty, const u8* __restrict__ row, int i, int cols) {
     switch (ty) {
     case T_F32: return ((const float*)row)[i];
     case T_F16: return h2f(ld_u16(row + 2 * i));
@@ -47,12 +48,13 @@ __device__ float dequant_elem(int ty, const u8* __restrict__ row, int i) {
         return __fsub_rn(__fmul_rn(ds, (float)q), dm);
     }
     case T_Q6_K: {
-        const u8* b = row + (i >> 8) * 210;
+        const size_t nb = (size_t)(cols >> 8), kb = (size_t)(i >> 8);
         const int e = i & 255, h = e >> 7, g = (e >> 5) & 3, l = e & 31;
-        const u8 v = b[64 * h + 32 * (g & 1) + l];
+        const u8 v = row[128 * kb + 64 * h + 32 * (g & 1) + l];
         const int lo = (g >> 1) ? (v >> 4) : (v & 15);
-        const int hi = (b[128 + 32 * h + l] >> (2 * g)) & 3;
-        const float ds = __fmul_rn(h2f(ld_u16(b + 208)), (float)((const i8*)(b + 192))[e >> 4]);
+        const int hi = (row[128 * nb + 64 * kb + 32 * h + l] >> (2 * g)) & 3;
+        const i8 sc = ((const i8*)(row + 192 * nb + 16 * kb))[e >> 4];
+        const float ds = __fmul_rn(h2f(ld_u16(row + 208 * nb + 2 * kb)), (float)sc);
         return __fmul_rn(ds, (float)((lo | (hi << 4)) - 32));
     }
     default: return 0.0f;
@@ -65,5 +67,5 @@ extern "C" __global__ void embed_rows(const u8* __restrict__ table, int ty, u64 
     pdl_begin();
     const int r = blockIdx.x;
     const u8* row = table + (size_t)tokens[r] * row_bytes;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) out[(size_t)r * cols + i] = dequant_elem(ty, row, i);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) out[(size_t)r * cols + i] = dequant_elem(ty, row, i, cols);
 }

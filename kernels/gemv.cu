@@ -11,10 +11,11 @@ struct WSub {
     float d0, d1, m;
 };
 
-template <int T> __device__ __forceinline__ void decode_sub(const u8* __restrict__ row, int sb, WSub& w);
+// Sub-block sb (of nsub in the row) into w.
+template <int T> __device__ __forceinline__ void decode_sub(const u8* __restrict__ row, int sb, int nsub, WSub& w);
 
 // Q4_0: 18-byte blocks, y = d * (q - 8); byte j holds element j (low) and j + 16 (high).
-template <> __device__ __forceinline__ void decode_sub<T_Q4_0>(const u8* __restrict__ row, int sb, WSub& w) {
+template <> __device__ __forceinline__ void decode_sub<T_Q4_0>(const u8* __restrict__ row, int sb, int, WSub& w) {
     const u8* b = row + (size_t)sb * 18;
     const float d = h2f(ld_u16(b));
 #pragma unroll
@@ -27,7 +28,7 @@ template <> __device__ __forceinline__ void decode_sub<T_Q4_0>(const u8* __restr
 }
 
 // Q4_1: 20-byte blocks, y = d * q + m.
-template <> __device__ __forceinline__ void decode_sub<T_Q4_1>(const u8* __restrict__ row, int sb, WSub& w) {
+template <> __device__ __forceinline__ void decode_sub<T_Q4_1>(const u8* __restrict__ row, int sb, int, WSub& w) {
     const u8* b = row + (size_t)sb * 20;
     const float d = h2f(ld_u16(b));
     const float mn = h2f(ld_u16(b + 2));
@@ -46,7 +47,7 @@ __device__ __forceinline__ int spread4(u32 b) {
 }
 
 // Q5_0: 22-byte blocks, y = d * (q - 16); bit e of the u32 qh is bit 4 of element e.
-template <> __device__ __forceinline__ void decode_sub<T_Q5_0>(const u8* __restrict__ row, int sb, WSub& w) {
+template <> __device__ __forceinline__ void decode_sub<T_Q5_0>(const u8* __restrict__ row, int sb, int, WSub& w) {
     const u8* b = row + (size_t)sb * 22;
     const float d = h2f(ld_u16(b));
     const u32 qh = (u32)ld_i32_a2(b + 2);
@@ -60,7 +61,7 @@ template <> __device__ __forceinline__ void decode_sub<T_Q5_0>(const u8* __restr
 }
 
 // Q8_0: 34-byte blocks, y = d * q.
-template <> __device__ __forceinline__ void decode_sub<T_Q8_0>(const u8* __restrict__ row, int sb, WSub& w) {
+template <> __device__ __forceinline__ void decode_sub<T_Q8_0>(const u8* __restrict__ row, int sb, int, WSub& w) {
     const u8* b = row + (size_t)sb * 34;
     const float d = h2f(ld_u16(b));
 #pragma unroll
@@ -70,7 +71,7 @@ template <> __device__ __forceinline__ void decode_sub<T_Q8_0>(const u8* __restr
 
 // Q4_K: 144-byte blocks of 256; sub-block j: y = d*sc[j] * q - dmin*m[j], its nibbles in
 // bytes 32*(j/2).. (low nibbles for even j, high for odd).
-template <> __device__ __forceinline__ void decode_sub<T_Q4_K>(const u8* __restrict__ row, int sb, WSub& w) {
+template <> __device__ __forceinline__ void decode_sub<T_Q4_K>(const u8* __restrict__ row, int sb, int, WSub& w) {
     const u8* b = row + (size_t)(sb >> 3) * 144;
     const int j = sb & 7;
     const float d = h2f(ld_u16(b));
@@ -85,7 +86,7 @@ template <> __device__ __forceinline__ void decode_sub<T_Q4_K>(const u8* __restr
 }
 
 // Q5_K: 176-byte blocks; as Q4_K plus bit j of qh[l] as bit 4 of element 32j + l.
-template <> __device__ __forceinline__ void decode_sub<T_Q5_K>(const u8* __restrict__ row, int sb, WSub& w) {
+template <> __device__ __forceinline__ void decode_sub<T_Q5_K>(const u8* __restrict__ row, int sb, int, WSub& w) {
     const u8* b = row + (size_t)(sb >> 3) * 176;
     const int j = sb & 7;
     const float d = h2f(ld_u16(b));
@@ -104,25 +105,26 @@ template <> __device__ __forceinline__ void decode_sub<T_Q5_K>(const u8* __restr
     w.d0 = d * (float)sc; w.d1 = w.d0; w.m = dmin * (float)mn;
 }
 
-// Q6_K: 210-byte blocks; sub-block t = 4h + g covers elements 128h + 32g + l: nibble from
-// ql[64h + 32(g&1) + l] (high nibble when g >= 2), top bits (qh[32h + l] >> 2g) & 3, minus 32;
-// 16 signed scales, one per 16 elements; d last.
-template <> __device__ __forceinline__ void decode_sub<T_Q6_K>(const u8* __restrict__ row, int sb, WSub& w) {
-    const u8* b = row + (size_t)(sb >> 3) * 210;
+// Q6_K, repacked on upload into planes (jetson/src/weights.rs; nb = nsub / 8 blocks): ql at
+// 128 kb, qh at 128 nb + 64 kb, 16 signed scales at 192 nb + 16 kb, d at 208 nb + 2 kb.
+// Sub-block t = 4h + g of block kb covers elements 128h + 32g + l: nibble from
+// ql[64h + 32(g&1) + l] (high nibble when g >= 2), top bits (qh[32h + l] >> 2g) & 3, minus 32.
+template <> __device__ __forceinline__ void decode_sub<T_Q6_K>(const u8* __restrict__ row, int sb, int nsub, WSub& w) {
+    const size_t nb = (size_t)(nsub >> 3), kb = (size_t)(sb >> 3);
     const int t = sb & 7;
     const int h = t >> 2, g = t & 3;
-    const u8* ql = b + 64 * h + 32 * (g & 1);
-    const u8* qh = b + 128 + 32 * h;
+    const u8* ql = row + 128 * kb + 64 * h + 32 * (g & 1);
+    const u8* qh = row + 128 * nb + 64 * kb + 32 * h;
     const int nsh = 4 * (g >> 1);
     const int hsh = 2 * g;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-        const int lo = (ld_i32_a2(ql + 4 * i) >> nsh) & 0x0F0F0F0F;
-        const int hi = ((ld_i32_a2(qh + 4 * i) >> hsh) & 0x03030303) << 4;
+        const int lo = (ld_i32_a4(ql + 4 * i) >> nsh) & 0x0F0F0F0F;
+        const int hi = ((ld_i32_a4(qh + 4 * i) >> hsh) & 0x03030303) << 4;
         w.q[i] = __vsubss4(lo | hi, 0x20202020);
     }
-    const i8* sc = (const i8*)(b + 192);
-    const float d = h2f(ld_u16(b + 208));
+    const i8* sc = (const i8*)(row + 192 * nb + 16 * kb);
+    const float d = h2f(ld_u16(row + 208 * nb + 2 * kb));
     w.d0 = d * (float)sc[2 * t];
     w.d1 = d * (float)sc[2 * t + 1];
     w.m = 0.0f;
@@ -184,7 +186,7 @@ __device__ __forceinline__ void gemv_q(const u8* __restrict__ w, u64 row_bytes, 
         const int team = wpr * 32;
         for (int sb = (warp % wpr) * 32 + lane; sb < nsub; sb += team) {
             WSub ws;
-            decode_sub<T>(wr, sb, ws);
+            decode_sub<T>(wr, sb, nsub, ws);
 #pragma unroll
             for (int r = 0; r < NR; ++r) {
                 const size_t ar = (size_t)(r0 + r);

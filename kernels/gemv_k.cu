@@ -4,8 +4,9 @@
 // scales are read by all eight and served from L1. A team of `wpr` warps owns an output row and
 // walks its super-blocks two at a time, so two weight loads are in flight per thread.
 //
-// Needs: Q4_K rows at 16-byte aligned addresses (the base 16-aligned; 144-byte blocks keep the
-// rest aligned); Q6_K data at a 4-byte aligned base; aq 16-byte aligned.
+// Needs: rows at 16-byte aligned addresses (Q4_K: the base 16-aligned, 144-byte blocks keep the
+// rest aligned; Q6_K: repacked on upload into aligned planes, jetson/src/weights.rs); aq
+// 16-byte aligned.
 
 // The activations one chunk of a super-block multiplies: 16 int8 for each of its two
 // sub-block halves, and those sub-blocks' (d, d * sum) pairs. Loaded once per chunk and shared
@@ -72,18 +73,6 @@ __device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const 
     return v;
 }
 
-// 16 bytes at a 2-byte aligned address, as four words, from five aligned 4-byte loads.
-__device__ __forceinline__ void ld16_a2(const u8* p, u32 (&o)[4]) {
-    const size_t a = (size_t)p;
-    const u32* w = (const u32*)(a & ~(size_t)3);
-    const u32 sh = (u32)(a & 3) * 8;
-    u32 x[5];
-#pragma unroll
-    for (int i = 0; i < 5; ++i) x[i] = __ldg(w + i);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) o[i] = __funnelshift_r(x[i], x[i + 1], sh);
-}
-
 // Q6_K chunk c (0..8) of super-block kb: half h = c>>2, l0 = 16(c&3); ql bytes 64h + l0.. give
 // elements 128h + l0.. (low nibbles) and 128h + 64 + l0.. (high), with top bits from qh bytes
 // 32h + (l0 & 31).., at shifts 2(c&3>>1) and 4 + 2(c&3>>1).
@@ -101,16 +90,20 @@ __device__ __forceinline__ ActChunk q6k_act(int c, int kb, const i8* __restrict_
     return a;
 }
 
-// The weight side of a Q6_K chunk (super-block at `b`) against its activations.
-__device__ __forceinline__ float q6k_dot(const u8* __restrict__ b, int c, const ActChunk& a) {
+// The weight side of a Q6_K chunk against its activations, from the row's planes (nb blocks):
+// ql at 128 kb, qh at 128 nb + 64 kb, scales at 192 nb + 16 kb, d at 208 nb + 2 kb.
+__device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int nb, int c, const ActChunk& a) {
     const int h = c >> 2, cc = c & 3;
-    u32 ql[4], qh[4];
-    ld16_a2(b + 64 * h + 16 * cc, ql);
-    ld16_a2(b + 128 + 32 * h + 16 * (cc & 1), qh);
-    const i8* sc = (const i8*)(b + 192);
-    const float sc0 = (float)sc[8 * h + cc];
-    const float sc1 = (float)sc[8 * h + 4 + cc];
-    const float d = h2f(__ldg((const u16*)(b + 208)));
+    // 32-bit offsets (a row is far below 4 GiB): fewer registers than four plane pointers.
+    const u32 ukb = (u32)kb, unb = (u32)nb;
+    const uint4 l4 = __ldg((const uint4*)(row + (128 * ukb + 16 * c)));
+    const uint4 h4 = __ldg((const uint4*)(row + (128 * unb + 64 * ukb + 32 * h + 16 * (cc & 1))));
+    const u32 so = 192 * unb + 16 * ukb + 8 * h + cc;
+    const float sc0 = (float)(i8)__ldg(row + so);
+    const float sc1 = (float)(i8)__ldg(row + so + 4);
+    const float d = h2f(__ldg((const u16*)(row + (208 * unb + 2 * ukb))));
+    const u32 ql[4] = {l4.x, l4.y, l4.z, l4.w};
+    const u32 qh[4] = {h4.x, h4.y, h4.z, h4.w};
     const u32 sl = 2 * (cc >> 1);
     const int av0[4] = {(int)a.a0.x, (int)a.a0.y, (int)a.a0.z, (int)a.a0.w};
     const int av1[4] = {(int)a.a1.x, (int)a.a1.y, (int)a.a1.z, (int)a.a1.w};
@@ -125,18 +118,29 @@ __device__ __forceinline__ float q6k_dot(const u8* __restrict__ b, int c, const 
     return d * (sc0 * a.ds0.x * (float)s0 + sc1 * a.ds1.x * (float)s1);
 }
 
-// Chunk c of super-block kb (at `b`) against its activations.
+// Chunk c of super-block kb of a row of nb super-blocks against its activations.
+template <int T>
+__device__ __forceinline__ float k_dot(const u8* __restrict__ row, int kb, int nb, int c, const ActChunk& a) {
+    if (T == T_Q4_K) return q4k_dot(row + 144 * (size_t)kb, c, a);
+    return q6k_dot(row, kb, nb, c, a);
+}
+
+// The same, loading the activations first.
 template <int T, bool SM>
-__device__ __forceinline__ float k_chunk(const u8* __restrict__ b, int c, int kb, const i8* __restrict__ aq,
-                                         const float2* __restrict__ ads) {
-    if (T == T_Q4_K) return q4k_dot(b, c, q4k_act<SM>(c, kb, aq, ads));
-    return q6k_dot(b, c, q6k_act<SM>(c, kb, aq, ads));
+__device__ __forceinline__ float k_chunk(const u8* __restrict__ row, int kb, int nb, int c,
+                                         const i8* __restrict__ aq, const float2* __restrict__ ads) {
+    return k_dot<T>(row, kb, nb, c, T == T_Q4_K ? q4k_act<SM>(c, kb, aq, ads) : q6k_act<SM>(c, kb, aq, ads));
+}
+
+// Where chunk c of super-block kb keeps its quants (for prefetching).
+template <int T> __device__ __forceinline__ const u8* chunk_at(const u8* row, int kb, int c) {
+    return T == T_Q4_K ? row + 144 * (size_t)kb + 16 + 16 * c : row + 128 * (size_t)kb + 16 * c;
 }
 
 // out[row] = W[row] . x for the row of each team of `wpr` warps (blockIdx.y the activation row).
 // SM: the block first copies the activation row (cols int8 and cols / 32 (d, d * sum) pairs)
 // into dynamic shared memory, and the chunks read it from there instead of through L1.
-template <int T, int BB, bool SM = false>
+template <int T, bool SM = false>
 __device__ __forceinline__ void gemv_k1(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
                                         const i8* __restrict__ aq, const float2* __restrict__ ads,
                                         float* __restrict__ out, int wpr) {
@@ -153,8 +157,8 @@ __device__ __forceinline__ void gemv_k1(const u8* __restrict__ w, u64 row_bytes,
     const int c = t & 7;
     const int step = wpr * 4;  // super-blocks per team pass
     // Each thread's first two weight chunks, into L2 while the previous kernel finishes.
-    if (t >> 3 < nb) prefetch_l2(wr + (size_t)(t >> 3) * BB + 16 * c);
-    if ((t >> 3) + step < nb) prefetch_l2(wr + (size_t)((t >> 3) + step) * BB + 16 * c);
+    if (t >> 3 < nb) prefetch_l2(chunk_at<T>(wr, t >> 3, c));
+    if ((t >> 3) + step < nb) prefetch_l2(chunk_at<T>(wr, (t >> 3) + step, c));
     pdl_begin();
     if (SM) {
         extern __shared__ uint4 act_smem[];
@@ -170,10 +174,10 @@ __device__ __forceinline__ void gemv_k1(const u8* __restrict__ w, u64 row_bytes,
         int kb = t >> 3;
         float v0 = 0.0f, v1 = 0.0f;
         for (; kb + step < nb; kb += 2 * step) {
-            v0 += k_chunk<T, SM>(wr + (size_t)kb * BB, c, kb, a, ad);
-            v1 += k_chunk<T, SM>(wr + (size_t)(kb + step) * BB, c, kb + step, a, ad);
+            v0 += k_chunk<T, SM>(wr, kb, nb, c, a, ad);
+            v1 += k_chunk<T, SM>(wr, kb + step, nb, c, a, ad);
         }
-        if (kb < nb) v0 += k_chunk<T, SM>(wr + (size_t)kb * BB, c, kb, a, ad);
+        if (kb < nb) v0 += k_chunk<T, SM>(wr, kb, nb, c, a, ad);
         acc[0] = v0 + v1;
     }
     team_store<1>(acc, wpr, row, n_out, (int)blockIdx.y, out);
@@ -181,24 +185,24 @@ __device__ __forceinline__ void gemv_k1(const u8* __restrict__ w, u64 row_bytes,
 
 extern "C" __global__ void gemv_q4_k_r1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                         const float2* ads, float* out, int wpr) {
-    gemv_k1<T_Q4_K, 144>(w, rb, n_out, cols, aq, ads, out, wpr);
+    gemv_k1<T_Q4_K>(w, rb, n_out, cols, aq, ads, out, wpr);
 }
 
 extern "C" __global__ void gemv_q6_k_r1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                         const float2* ads, float* out, int wpr) {
-    gemv_k1<T_Q6_K, 210>(w, rb, n_out, cols, aq, ads, out, wpr);
+    gemv_k1<T_Q6_K>(w, rb, n_out, cols, aq, ads, out, wpr);
 }
 
 // The same with the activation row staged in shared memory (cols + cols / 4 bytes of dynamic
 // shared memory).
 extern "C" __global__ void gemv_q4_k_s1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                         const float2* ads, float* out, int wpr) {
-    gemv_k1<T_Q4_K, 144, true>(w, rb, n_out, cols, aq, ads, out, wpr);
+    gemv_k1<T_Q4_K, true>(w, rb, n_out, cols, aq, ads, out, wpr);
 }
 
 extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                         const float2* ads, float* out, int wpr) {
-    gemv_k1<T_Q6_K, 210, true>(w, rb, n_out, cols, aq, ads, out, wpr);
+    gemv_k1<T_Q6_K, true>(w, rb, n_out, cols, aq, ads, out, wpr);
 }
 
 // Several output rows per warp (wide matrices; instantiated with RW = 2: 4 was slower on the
@@ -206,7 +210,7 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 // l >> 3, l >> 3 + 4, ... of RW consecutive rows, loading each chunk's activations once for
 // all RW rows (the activation reads, from L1/L2, otherwise outnumber the weight bytes two to
 // one) and keeping RW 16-byte weight loads in flight. blockIdx.y is the activation row.
-template <int T, int BB, int RW>
+template <int T, int RW>
 __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
                                             const i8* __restrict__ aq, const float2* __restrict__ ads,
                                             float* __restrict__ out) {
@@ -223,7 +227,7 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
 #pragma unroll
     for (int r = 0; r < RW; ++r) {
         wr[r] = w + (size_t)min(row0 + r, n_out - 1) * row_bytes;
-        if (lane >> 3 < nb) prefetch_l2(wr[r] + (size_t)(lane >> 3) * BB + 16 * c);
+        if (lane >> 3 < nb) prefetch_l2(chunk_at<T>(wr[r], lane >> 3, c));
     }
     pdl_begin();
     float acc[RW];
@@ -234,8 +238,7 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
         const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
 #pragma unroll
         for (int r = 0; r < RW; ++r) {
-            const u8* b = wr[r] + (size_t)kb * BB;
-            acc[r] += T == T_Q4_K ? q4k_dot(b, c, ac) : q6k_dot(b, c, ac);
+            acc[r] += k_dot<T>(wr[r], kb, nb, c, ac);
         }
     }
 #pragma unroll
@@ -247,10 +250,10 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
 
 extern "C" __global__ void gemv_q4_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                          const float2* ads, float* out) {
-    gemv_k_rows<T_Q4_K, 144, 2>(w, rb, n_out, cols, aq, ads, out);
+    gemv_k_rows<T_Q4_K, 2>(w, rb, n_out, cols, aq, ads, out);
 }
 
 extern "C" __global__ void gemv_q6_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                          const float2* ads, float* out) {
-    gemv_k_rows<T_Q6_K, 210, 2>(w, rb, n_out, cols, aq, ads, out);
+    gemv_k_rows<T_Q6_K, 2>(w, rb, n_out, cols, aq, ads, out);
 }

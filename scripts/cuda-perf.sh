@@ -13,7 +13,8 @@
 #      each kernel, the default none keeps them warm as in a real step) and on its GEMVs
 #      (occupancy, registers, DRAM throughput, warp stalls), where the machine's runtime lets
 #      ncu read the counters.
-# Logs go to $OUT; SKIP_CHECKS=1 skips step 1; STEPS and PREFILL size the bench.
+# Logs go to $OUT; SKIP_CHECKS=1 skips step 1; NCU_GEMV=0 skips the GEMV sections of step 3;
+# STEPS and PREFILL size the bench.
 set -u
 OUT=${OUT:-$PWD/perf-out}
 M=${MODELS_DIR:-/tmp/glimmer-models}
@@ -80,7 +81,7 @@ for name, (n, us) in sorted(by.items(), key=lambda kv: -kv[1][1]):
 PY
     echo "-- $n"; grep "^BY|\|^kernels" "$OUT/trace-$n.txt"
   done
-  TAIL=10 step ncu-gemv ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off -k "regex:gemv" \
+  [ "${NCU_GEMV:-1}" = 1 ] && TAIL=10 step ncu-gemv ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off -k "regex:gemv" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis "$first" trace --model "$M/two.gguf" --prefill 512
 fi

@@ -112,8 +112,11 @@ impl CudaBackend {
             )?;
             self.qx = Some((x, rows, cols));
         }
-        // Weight rows are read with 16-byte loads (Q4_K) or aligned 4-byte loads (Q6_K).
-        if !w.ptr.is_multiple_of(16) {
+        // Q4_K and Q6_K rows are read with 16-byte loads (Q6_K rows are repacked and padded
+        // for it on upload), the other formats with 2- or 4-byte loads.
+        if !w.ptr.is_multiple_of(16)
+            || (matches!(w.ty, GgmlType::Q4_K | GgmlType::Q6_K) && !w.row_bytes.is_multiple_of(16))
+        {
             return Err(CudaError::UnsupportedType(w.ty));
         }
         let (f1, f8) = &fns.gemv[wi];

@@ -11,6 +11,42 @@ use crate::CudaError;
 /// Each tensor starts at a multiple of this many bytes.
 const ALIGN: usize = 256;
 
+/// Bytes of one Q6_K super-block (256 weights): `ql` 128, `qh` 64, scales 16, `d` 2.
+const Q6K_BLOCK: usize = 210;
+
+/// Rows of Q6_K tensors are repacked on upload this many source bytes at a time.
+const REPACK_CHUNK: usize = 32 << 20;
+
+/// Bytes of one row of a `ty` tensor of `cols` columns on the device, given its bytes in the
+/// file (`file_row`). Q6_K rows are repacked ([`repack_q6k_row`]) and padded to 16 bytes; every
+/// other format is stored as in the file.
+pub fn device_row_bytes(ty: GgmlType, file_row: usize) -> usize {
+    match ty {
+        GgmlType::Q6_K => file_row.div_ceil(16) * 16,
+        _ => file_row,
+    }
+}
+
+/// Repacks one Q6_K row from the file's array of 210-byte super-blocks into planes, so that
+/// every 16 bytes a GEMV thread reads lie at a 16-byte aligned address (`kernels/gemv_k.cu`):
+/// all `ql` (128 bytes a block), then all `qh` (64), all scales (16), all `d` (2), then zero
+/// padding to `dst.len()`. `src` is a whole number of blocks; `dst` holds at least as many
+/// bytes.
+pub fn repack_q6k_row(src: &[u8], dst: &mut [u8]) {
+    let nb = src.len() / Q6K_BLOCK;
+    let (ql, rest) = dst.split_at_mut(128 * nb);
+    let (qh, rest) = rest.split_at_mut(64 * nb);
+    let (sc, rest) = rest.split_at_mut(16 * nb);
+    let (d, pad) = rest.split_at_mut(2 * nb);
+    for (b, blk) in src.chunks_exact(Q6K_BLOCK).enumerate() {
+        ql[128 * b..128 * (b + 1)].copy_from_slice(&blk[..128]);
+        qh[64 * b..64 * (b + 1)].copy_from_slice(&blk[128..192]);
+        sc[16 * b..16 * (b + 1)].copy_from_slice(&blk[192..208]);
+        d[2 * b..2 * (b + 1)].copy_from_slice(&blk[208..210]);
+    }
+    pad.fill(0);
+}
+
 /// One uploaded tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceTensor {
@@ -22,7 +58,8 @@ pub struct DeviceTensor {
     pub rows: usize,
     /// Elements per row.
     pub cols: usize,
-    /// Bytes per row.
+    /// Bytes per row on the device ([`device_row_bytes`]: Q6_K rows are repacked and
+    /// padded).
     pub row_bytes: usize,
 }
 
@@ -62,8 +99,11 @@ impl DeviceWeights {
                 continue;
             }
             offs.push((t.id, total));
+            let dev_len = device_row_bytes(t.ty, rb)
+                .checked_mul(t.rows)
+                .ok_or(CudaError::Overflow)?;
             total = total
-                .checked_add(t.data.len())
+                .checked_add(dev_len)
                 .and_then(|v| v.checked_add(ALIGN - 1))
                 .ok_or(CudaError::Overflow)?
                 & !(ALIGN - 1);
@@ -77,15 +117,36 @@ impl DeviceWeights {
             let Some(t) = tensors.iter().find(|t| t.id == id) else {
                 continue;
             };
-            gpu.upload(mem.ptr() + off as u64, t.data)?;
+            let file_row = t.data.len() / t.rows.max(1);
+            let row_bytes = device_row_bytes(t.ty, file_row);
+            let ptr = mem.ptr() + off as u64;
+            if t.ty == GgmlType::Q6_K && file_row > 0 {
+                // Repacked a few MiB of rows at a time; the copy stages pageable memory before
+                // it returns, so the buffer is reused at once.
+                let rows_per = (REPACK_CHUNK / file_row.max(1)).max(1);
+                let mut buf = vec![0u8; rows_per.min(t.rows) * row_bytes];
+                for (i, rows) in t.data.chunks(rows_per * file_row).enumerate() {
+                    let n = rows.len() / file_row;
+                    for (src, dst) in rows
+                        .chunks_exact(file_row)
+                        .zip(buf.chunks_exact_mut(row_bytes))
+                    {
+                        repack_q6k_row(src, dst);
+                    }
+                    let at = ptr + (i * rows_per * row_bytes) as u64;
+                    gpu.upload(at, &buf[..n * row_bytes])?;
+                }
+            } else {
+                gpu.upload(ptr, t.data)?;
+            }
             self.table.insert(
                 id,
                 DeviceTensor {
-                    ptr: mem.ptr() + off as u64,
+                    ptr,
                     ty: t.ty,
                     rows: t.rows,
                     cols: t.cols,
-                    row_bytes: t.data.len() / t.rows.max(1),
+                    row_bytes,
                 },
             );
             self.bytes += t.data.len() as u64;
@@ -106,5 +167,31 @@ impl DeviceWeights {
     /// Bytes of tensor data on the device.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{device_row_bytes, repack_q6k_row, Q6K_BLOCK};
+    use glimmer_core::quant::GgmlType;
+
+    #[test]
+    fn q6k_rows_become_aligned_planes() {
+        let nb = 3;
+        let src: Vec<u8> = (0..nb * Q6K_BLOCK).map(|i| (i * 7 % 251) as u8).collect();
+        let rb = device_row_bytes(GgmlType::Q6_K, src.len());
+        assert_eq!(rb, 640);
+        let mut dst = vec![0xAAu8; rb];
+        repack_q6k_row(&src, &mut dst);
+        for b in 0..nb {
+            let blk = &src[b * Q6K_BLOCK..(b + 1) * Q6K_BLOCK];
+            assert_eq!(&dst[128 * b..128 * b + 128], &blk[..128]);
+            assert_eq!(&dst[128 * nb + 64 * b..][..64], &blk[128..192]);
+            assert_eq!(&dst[192 * nb + 16 * b..][..16], &blk[192..208]);
+            assert_eq!(&dst[208 * nb + 2 * b..][..2], &blk[208..210]);
+        }
+        assert!(dst[210 * nb..].iter().all(|&b| b == 0));
+        // Other formats keep the file's rows.
+        assert_eq!(device_row_bytes(GgmlType::Q4_K, 3744), 3744);
     }
 }
