@@ -35,9 +35,19 @@ extern "C" __global__ void attn_inputs(float* q, float* k, const float* __restri
     for (int i = threadIdx.x; i < head_dim; i += blockDim.x) hs[i] = x[i];
     if (norm) {
         const float* w = is_q ? qw : kw;
-        double s = 0.0;
-        for (int i = threadIdx.x; i < head_dim; i += blockDim.x) s += (double)(hs[i] * hs[i]);
-        const float scale = rms_scale(block_sum_f64(s, part), head_dim, eps);
+        __syncthreads();
+        // The sum of squares in the order rmsnorm_f32 takes it over a head (one warp: lane l
+        // sums elements l, l + 32, ... in f64, then the warp adds its lanes), so the norm is
+        // bit-identical to the separate kernel's.
+        if (threadIdx.x < 32) {
+            double s = 0.0;
+            for (int i = threadIdx.x; i < head_dim; i += 32) s += (double)(hs[i] * hs[i]);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
+            if (threadIdx.x == 0) part[0] = s;
+        }
+        __syncthreads();
+        const float scale = rms_scale(part[0], head_dim, eps);
         for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
             const float t = __fmul_rn(hs[i], scale);
             hs[i] = w ? __fmul_rn(t, w[i]) : t;

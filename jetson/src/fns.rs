@@ -7,7 +7,7 @@ use glimmer_core::quant::GgmlType;
 
 use crate::CudaError;
 
-/// Quantized weight types with a GEMV kernel, in the order of [`Fns::gemv`].
+/// Quantized weight types with a GEMV kernel, in the order of `Fns::gemv`.
 pub const GEMV_TYPES: [GgmlType; 7] = [
     GgmlType::Q4_0,
     GgmlType::Q4_1,

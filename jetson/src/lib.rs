@@ -14,9 +14,22 @@
 //!   step into a CUDA graph; token, position and KV slot are read from device memory, so the
 //!   graph replays for every step and session.
 //!
-//! Matmuls read GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) as stored, against
-//! activations quantized on the device to blocks of 32 `i8` with an `f32` scale, with `dp4a`
-//! dot products; F32, F16 and BF16 weights take a float path.
+//! Matmuls read GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K) as stored, and Q6_K repacked
+//! on upload into aligned planes (`repack_q6k_row` in `weights.rs`), against activations quantized on
+//! the device to blocks of 32 `i8` with an `f32` scale, with `dp4a` dot products; F32, F16 and
+//! BF16 weights take a float path.
+//!
+//! What keeps a decode step short (measured in BENCHMARKS.md):
+//! - **Programmatic dependent launch** (Hopper and later, [`Gpu::pdl`]): each kernel may start
+//!   while the previous one finishes and waits for it in `pdl_begin()`; the GEMVs prefetch their
+//!   first weight lines into L2 before that wait.
+//! - **Fused per-layer ops**: [`glimmer_core::exec::Backend::attn_inputs`] (Q/K norms, RoPE
+//!   and the KV store), `norm_add_rmsnorm` (post-norm, residual add, next norm),
+//!   `attention_gated`, and the gated FFN activation each run as one launch, and the norms,
+//!   the attention combine and the activation also quantize their output for the matmul that
+//!   reads it next: 14 launches a layer of the Glimmer shape.
+//! - **Per-shape GEMV kernels**: one or two rows a warp, warp teams for long rows, and the
+//!   activation row staged in shared memory for many short rows ([`auto_smem`]).
 //!
 //! Everything returns [`CudaError`]; without a driver, [`Gpu::open`] returns
 //! [`CudaError::NoDriver`]. On macOS (no CUDA) the crate holds only the error type.

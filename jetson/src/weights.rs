@@ -58,7 +58,7 @@ pub struct DeviceTensor {
     pub rows: usize,
     /// Elements per row.
     pub cols: usize,
-    /// Bytes per row on the device ([`device_row_bytes`]: Q6_K rows are repacked and
+    /// Bytes per row on the device (`device_row_bytes`: Q6_K rows are repacked and
     /// padded).
     pub row_bytes: usize,
 }
