@@ -26,12 +26,7 @@ mkdir -p "$OUT" "$MODELS"
 export GLIMMER_CUDA_CACHE="$MODELS/kernel-cache"
 
 # libnvrtc / libcuda: the toolkit's lib64 and the pip wheels of the image.
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-         $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, "cu13/lib") for p in nvidia.__path__))' 2>/dev/null) \
-         $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, "cuda_nvrtc/lib") for p in nvidia.__path__))' 2>/dev/null); do
-  [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-export LD_LIBRARY_PATH
+. "$(dirname "$0")/cuda-libs.sh"
 
 log() { echo "== $*" | tee -a "$OUT/run.log"; }
 step() { # name, command...

@@ -22,12 +22,7 @@ B=${BIN_DIR:-target-dev}
 mkdir -p "$OUT" "$M"
 chmod +x "$B"/* 2>/dev/null
 export GLIMMER_CUDA_CACHE="$M/kernel-cache"
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-         $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, "cu13/lib") for p in nvidia.__path__))' 2>/dev/null) \
-         $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, "cuda_nvrtc/lib") for p in nvidia.__path__))' 2>/dev/null); do
-  [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-export LD_LIBRARY_PATH
+. "$(dirname "$0")/cuda-libs.sh"
 step() { # name, command...: runs with a time limit, logs to $OUT/name.log, shows the tail
   local name=$1; shift
   local t0; t0=$(date +%s)

@@ -244,6 +244,12 @@ impl CudaBackend {
         out: Buf,
     ) -> Result<(), CudaError> {
         self.qx = None;
+        // The residual (and its post-norm) is read and written beside x and out.
+        if let Some(y) = y {
+            if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
+                return Err(CudaError::BadRegion);
+            }
+        }
         let w = match weight {
             Some(t) => self.norm_weight(t, dim)?,
             None => 0,
@@ -490,9 +496,6 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
-        if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
-            return Err(CudaError::BadRegion);
-        }
         self.norm(x, Some(y), None, weight, dim, eps, out)
     }
 
@@ -507,9 +510,6 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
-        if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
-            return Err(CudaError::BadRegion);
-        }
         self.norm(x, Some(y), Some((post, post_eps)), weight, dim, eps, out)
     }
 

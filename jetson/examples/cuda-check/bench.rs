@@ -50,15 +50,26 @@ pub fn bandwidth(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64, String> {
     Ok(bw)
 }
 
-/// The backend and model of `path` for `prefill` tokens and `steps` decode steps.
+/// The layout of a run that prefills `prefill` tokens (in chunks of up to 512) within a
+/// context of `ctx` tokens, keeping one row of logits.
+fn layout_for(loaded: &Loaded<'_>, prefill: usize, ctx: usize) -> Result<Layout, String> {
+    let limits = Limits {
+        chunk: prefill.clamp(1, 512),
+        logit_rows: 1,
+        ctx,
+        threads: 1,
+    };
+    Layout::new(&loaded.spec, limits).map_err(|e| format!("{e:?}"))
+}
+
+/// The backend (weights uploaded, one KV slot) and model for `layout`.
 fn open_model<'a>(
     gpu: &Arc<Gpu>,
     loaded: &'a Loaded<'a>,
     layout: &'a Layout,
-    ctx: usize,
-    chunk: usize,
 ) -> Result<CudaModel<'a, 'a>, String> {
     let spec = &loaded.spec;
+    let (ctx, chunk) = (layout.limits.ctx, layout.limits.chunk);
     let geo = KvGeometry::new(spec, ctx, chunk, KvType::F16).map_err(|e| e.to_string())?;
     let kvl = KvLayout::new(&geo, 1).map_err(|e| e.to_string())?;
     let mut be = CudaBackend::new(gpu.clone(), Capacity::for_model(spec, layout), kvl)
@@ -74,16 +85,8 @@ fn open_model<'a>(
 pub fn trace(gpu: Arc<Gpu>, path: &Path, prefill: usize) -> Result<(), String> {
     let file = ModelFile::open(path).map_err(|e| e.to_string())?;
     let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
-    let ctx = (prefill + 8).next_power_of_two();
-    let chunk = prefill.clamp(1, 512);
-    let limits = Limits {
-        chunk,
-        logit_rows: 1,
-        ctx,
-        threads: 1,
-    };
-    let layout = Layout::new(&loaded.spec, limits).map_err(|e| format!("{e:?}"))?;
-    let mut m = open_model(&gpu, &loaded, &layout, ctx, chunk)?;
+    let layout = layout_for(&loaded, prefill, (prefill + 8).next_power_of_two())?;
+    let mut m = open_model(&gpu, &loaded, &layout)?;
     let mut rng = Rng::new(7);
     let tokens: Vec<u32> = (0..prefill.max(1))
         .map(|_| rng.below(loaded.spec.n_vocab) as u32)
@@ -118,17 +121,9 @@ pub fn run(
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let ctx = (prefill + steps + 1).next_power_of_two();
-    let chunk = prefill.clamp(1, 512);
-    let limits = Limits {
-        chunk,
-        logit_rows: 1,
-        ctx,
-        threads: 1,
-    };
-    let layout = Layout::new(spec, limits).map_err(|e| format!("{e:?}"))?;
+    let layout = layout_for(&loaded, prefill, (prefill + steps + 1).next_power_of_two())?;
     let t = Instant::now();
-    let mut m = open_model(&gpu, &loaded, &layout, ctx, chunk)?;
+    let mut m = open_model(&gpu, &loaded, &layout)?;
     println!(
         "bench {name}: uploaded {:.2} GB of weights in {:.1} s; device memory {:.2} GB",
         m.backend().weights().bytes() as f64 / 1e9,
