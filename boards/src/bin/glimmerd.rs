@@ -49,7 +49,10 @@ struct Args {
     /// cuda (decode replays one CUDA graph for every session; needs the NVIDIA driver and
     /// libnvrtc at run time) [default: the board profile's: cpu for sim and linux-x86, cuda
     /// for the Jetson boards, wgpu for apple-m3-max-128g]. The GPU engines keep a whole
-    /// context of KV cache per session on the device.
+    /// context of KV cache per session on the device. CUDA compiles its kernels once into
+    /// $GLIMMER_CUDA_CACHE (default ~/.cache/glimmer/cuda); on Hopper and later its kernels
+    /// overlap their launches (programmatic dependent launch), which GLIMMER_CUDA_PDL=0 turns
+    /// off.
     #[arg(long)]
     backend: Option<String>,
     /// Socket path [default: $XDG_RUNTIME_DIR/glimmer/glimmerd.sock, else
