@@ -6,7 +6,7 @@
 // grid: (n_head + 2 * n_head_kv, rows); blocks [0, n_head) take Q heads, the next n_head_kv
 // K heads, the last n_head_kv V heads (stored only). block: a multiple of 32 threads.
 // norm: 0 none, 1 per-head RMSNorm with gains qw / kw (null: gain 1) and epsilon eps.
-// rope_dim < 2: no RoPE; otherwise as rope_f32 (theta_scale, style).
+// rope_dim < 2: no RoPE; otherwise as rope_f32 (theta_scale, style; `rope_pair`, rope.cu).
 
 extern "C" __global__ void attn_inputs(float* q, float* k, const float* __restrict__ v,
                                        const float* __restrict__ qw, const float* __restrict__ kw, int norm,
@@ -56,16 +56,7 @@ extern "C" __global__ void attn_inputs(float* q, float* k, const float* __restri
     __syncthreads();
     if (rope_dim >= 2) {
         const int half = rope_dim >> 1;
-        for (int i = threadIdx.x; i < half; i += blockDim.x) {
-            float theta = (float)p;
-            for (int j = 0; j < i; ++j) theta = __fmul_rn(theta, theta_scale);
-            const float sn = sinf(theta), c = cosf(theta);
-            const int a = style == 0 ? 2 * i : i;
-            const int b = style == 0 ? 2 * i + 1 : i + half;
-            const float x0 = hs[a], x1 = hs[b];
-            hs[a] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
-            hs[b] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
-        }
+        for (int i = threadIdx.x; i < half; i += blockDim.x) rope_pair(hs, i, half, (float)p, theta_scale, style);
         __syncthreads();
     }
     const int k_dim = n_head_kv * head_dim;

@@ -21,6 +21,10 @@ impl From<DriverError> for CudaError {
     }
 }
 
+/// Most dynamic shared memory a launch may ask for: the default limit, which needs no
+/// per-kernel attribute.
+pub(crate) const MAX_DYNAMIC_SMEM: u32 = 48 * 1024;
+
 /// One CUDA device: context, the stream every op runs on, and the kernels.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
@@ -193,7 +197,8 @@ impl Gpu {
         self.launch_smem(f, grid, block, 0, args)
     }
 
-    /// [`Gpu::launch`] with `smem` bytes of dynamic shared memory a block (at most 48 KiB).
+    /// [`Gpu::launch`] with `smem` bytes of dynamic shared memory a block (at most
+    /// [`MAX_DYNAMIC_SMEM`]).
     pub(crate) fn launch_smem(
         &self,
         f: sys::CUfunction,
@@ -203,7 +208,8 @@ impl Gpu {
         args: &[Arg],
     ) -> Result<(), CudaError> {
         const MAX: usize = 24;
-        if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > 48 * 1024 {
+        if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > MAX_DYNAMIC_SMEM
+        {
             return Err(CudaError::TooLarge);
         }
         let mut store = [0u64; MAX];

@@ -7,7 +7,7 @@ use glimmer_core::quant::GgmlType;
 
 use crate::backend::{CudaBackend, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
 use crate::fns::{gemv_index, raw};
-use crate::gpu::Arg;
+use crate::gpu::{Arg, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
 
 /// Warps (output rows) per GEMV block.
@@ -53,6 +53,17 @@ pub(crate) fn auto_rows_per_warp(n_out: usize, cols: usize) -> usize {
 /// rows split over warp teams (FFN down: 45.8 → 48.3 µs) the copy costs more than it saves.
 pub fn auto_smem(n_out: usize, cols: usize) -> bool {
     cols <= 8192 && n_out >= 8192
+}
+
+/// The RoPE kernels' `(theta_scale, style)` arguments: the angle step as the same f32 power
+/// the CPU reference takes (libm), so the angles agree bit for bit, and the style's number.
+fn rope_args(rope_dim: usize, base: f32, style: RopeStyle) -> (f32, i32) {
+    let theta_scale = libm::powf(base, -2.0 / rope_dim as f32);
+    let style = match style {
+        RopeStyle::Interleaved => 0,
+        RopeStyle::HalfSplit => 1,
+    };
+    (theta_scale, style)
 }
 
 /// The warp-team target of [`team_warps`]: long rows (more than 8192 columns, the FFN down
@@ -185,7 +196,7 @@ impl CudaBackend {
                 _ => None,
             };
             let use_smem = self.gemv_smem.unwrap_or_else(|| auto_smem(w.rows, cols));
-            if let (true, Some(f)) = (use_smem && smem <= 48 * 1024, staged) {
+            if let (true, Some(f)) = (use_smem && smem <= MAX_DYNAMIC_SMEM as usize, staged) {
                 let warps = 2 * GEMV_WARPS;
                 let gx = w.rows.div_ceil(warps / wpr) as u32;
                 self.gpu.launch_smem(
@@ -405,10 +416,8 @@ impl CudaBackend {
         // The combine also gates, and quantizes its output for the output projection when each
         // head is whole warps (one thread per value).
         let cols = p.n_head * p.head_dim_v;
-        let q8 = p.head_dim_v.is_multiple_of(32)
-            && p.head_dim_v <= 1024
-            && cols <= self.cap.max_cols
-            && rows <= self.cap.chunk;
+        let q8 =
+            p.head_dim_v.is_multiple_of(32) && p.head_dim_v <= 1024 && cols <= self.cap.max_cols;
         let (aq, ads) = if q8 {
             (self.aq.ptr(), self.ads.ptr())
         } else {
@@ -570,12 +579,7 @@ impl Backend for CudaBackend {
         self.positions
             .sync_dev(&self.gpu, positions, self.capturing)?;
         let xp = self.at(x)?;
-        // The same f32 power the CPU reference takes (libm), so the angles agree bit for bit.
-        let theta_scale = libm::powf(base, -2.0 / rope_dim as f32);
-        let style = match style {
-            RopeStyle::Interleaved => 0,
-            RopeStyle::HalfSplit => 1,
-        };
+        let (theta_scale, style) = rope_args(rope_dim, base, style);
         let f = raw(&self.gpu.fns().rope);
         self.gpu.launch(
             f,
@@ -698,15 +702,10 @@ impl Backend for CudaBackend {
         };
         let (rope_dim, theta_scale, style) = match p.rope {
             Some((rd, _, _)) if rd > p.head_dim => return Err(CudaError::BadRegion),
-            Some((rd, base, style)) if rd >= 2 => (
-                rd,
-                // The same f32 power as `rope` (and the CPU reference).
-                libm::powf(base, -2.0 / rd as f32),
-                match style {
-                    RopeStyle::Interleaved => 0,
-                    RopeStyle::HalfSplit => 1,
-                },
-            ),
+            Some((rd, base, style)) if rd >= 2 => {
+                let (theta_scale, style) = rope_args(rd, base, style);
+                (rd, theta_scale, style)
+            }
             _ => (0, 1.0, 0),
         };
         let kv = self.kv_args(p.layer)?;

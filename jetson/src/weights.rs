@@ -112,6 +112,8 @@ impl DeviceWeights {
             return Ok(());
         }
         let mem = gpu.alloc(total)?;
+        // Staging for repacked Q6_K rows, shared by every such tensor of this call.
+        let mut buf: Vec<u8> = Vec::new();
         for (id, off) in offs {
             // The id is in `tensors` (it was collected from there).
             let Some(t) = tensors.iter().find(|t| t.id == id) else {
@@ -122,9 +124,10 @@ impl DeviceWeights {
             let ptr = mem.ptr() + off as u64;
             if t.ty == GgmlType::Q6_K && file_row > 0 {
                 // Repacked a few MiB of rows at a time; the copy stages pageable memory before
-                // it returns, so the buffer is reused at once.
-                let rows_per = (REPACK_CHUNK / file_row.max(1)).max(1);
-                let mut buf = vec![0u8; rows_per.min(t.rows) * row_bytes];
+                // it returns, so the buffer is reused at once (every row of it is rewritten
+                // before it is sent).
+                let rows_per = (REPACK_CHUNK / file_row).max(1);
+                buf.resize(rows_per.min(t.rows) * row_bytes, 0);
                 for (i, rows) in t.data.chunks(rows_per * file_row).enumerate() {
                     let n = rows.len() / file_row;
                     for (src, dst) in rows
