@@ -2,7 +2,7 @@
 // 1024 threads; the result goes to out[0].
 
 extern "C" __global__ void argmax_f32(const float* __restrict__ x, int n, u32* out) {
-    pdl_begin();
+    pdl_begin_small();
     __shared__ float sv[32];
     __shared__ int si[32];
     float best = NEG_INF;

@@ -10,6 +10,9 @@
 // output with its running max and sum; attn_combine (grid: n_head, rows) merges the partials.
 // The number of splits actually used depends on the visible length (at least min_keys keys
 // per split), computed on the device from the position, so one graph serves every length.
+// Heads of 64, 128 or 256 dims take split_keys_wide: several lanes share a key with 16-byte
+// loads, and the next keys' loads are in flight while the current ones are summed (on the
+// H100 the 30B shape's attention cost fell from 0.79 to 0.55 ms a token; BENCHMARKS.md).
 
 #define ATT_WARPS 4
 #define MAX_HEAD 256
@@ -20,7 +23,7 @@ extern "C" __global__ void kv_store_f16(u16* kv, const u32* __restrict__ slot, u
                                         u64 v_off, int cap, const float* __restrict__ k,
                                         const float* __restrict__ v, int k_dim, int v_dim,
                                         const u32* __restrict__ pos) {
-    pdl_begin();
+    pdl_begin_small();
     const int r = blockIdx.x;
     const u64 s = pos[r] % (u32)cap;
     u16* base = kv + (u64)slot[0] * slot_stride;
@@ -45,12 +48,100 @@ __device__ __forceinline__ void visible(u32 p, int window, int* first, int* n) {
     *n = (int)p + 1 - f;
 }
 
+// The eight f16 of `w` times eight f32 of `q`, summed in order.
+__device__ __forceinline__ float dot8_f16(uint4 w, const float* q) {
+    const u32 h[4] = {w.x, w.y, w.z, w.w};
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        s += h2f((u16)(h[i] & 0xFFFFu)) * q[2 * i];
+        s += h2f((u16)(h[i] >> 16)) * q[2 * i + 1];
+    }
+    return s;
+}
+
+// A warp's walk over keys k0 + wid*G .. (step ATT_WARPS*G) of [k0, k1) when head_dim ==
+// head_dim_v == 8 * LPK: LPK lanes share a key (one 16-byte load of its key row and one of its
+// value row each), so a warp takes G = 32 / LPK keys at a time and has the next keys' loads in
+// flight while it works on these. Each group of LPK lanes keeps its own running max, sum and
+// 8 output dims; the groups are merged at the end, so lanes 0..LPK-1 return the warp's result
+// (m, l, acc for dims 8*lane..).
+template <int LPK>
+__device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, const u16* vb, int k_dim, int v_dim,
+                                                int cap, int k0, int k1, float scale, float& m, float& l,
+                                                float acc[8]) {
+    constexpr int G = 32 / LPK;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int grp = lane / LPK, sl = lane % LPK;
+    float qv[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) qv[j] = sq[8 * sl + j];
+    m = NEG_INF;
+    l = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[j] = 0.0f;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    auto load = [&](int key, uint4& kk, uint4& vv) {
+        if (key < k1) {
+            const u64 s = (u32)key % (u32)cap;
+            kk = *(const uint4*)(kb + s * (u64)k_dim + 8 * sl);
+            vv = *(const uint4*)(vb + s * (u64)v_dim + 8 * sl);
+        } else {
+            kk = zero;
+            vv = zero;
+        }
+    };
+    int key = k0 + wid * G + grp;
+    uint4 kc, vc;
+    load(key, kc, vc);
+    // Every lane of the warp runs the same number of iterations (the shuffles need all 32).
+    for (int base = k0 + wid * G; base < k1; base += ATT_WARPS * G, key += ATT_WARPS * G) {
+        uint4 kn, vn;
+        load(key + ATT_WARPS * G, kn, vn);
+        float dot = dot8_f16(kc, qv);
+#pragma unroll
+        for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(FULL_MASK, dot, o);
+        if (key < k1) {
+            const float sc = dot * scale;
+            const float mn = fmaxf(m, sc);
+            const float c = expf(m - mn);  // 0 on the group's first key (m = -inf)
+            const float e = expf(sc - mn);
+            l = l * c + e;
+            m = mn;
+            const u32 h[4] = {vc.x, vc.y, vc.z, vc.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                acc[2 * i] = acc[2 * i] * c + e * h2f((u16)(h[i] & 0xFFFFu));
+                acc[2 * i + 1] = acc[2 * i + 1] * c + e * h2f((u16)(h[i] >> 16));
+            }
+        }
+        kc = kn;
+        vc = vn;
+    }
+    // Merge the groups (lanes sl, sl + LPK, ...).
+#pragma unroll
+    for (int o = 16; o >= LPK; o >>= 1) {
+        const float mo = __shfl_xor_sync(FULL_MASK, m, o);
+        const float lo = __shfl_xor_sync(FULL_MASK, l, o);
+        const float mn = fmaxf(m, mo);
+        const float f = m == NEG_INF ? 0.0f : expf(m - mn);
+        const float fo = mo == NEG_INF ? 0.0f : expf(mo - mn);
+        l = l * f + lo * fo;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const float ao = __shfl_xor_sync(FULL_MASK, acc[j], o);
+            acc[j] = acc[j] * f + ao * fo;
+        }
+        m = mn;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32)
 attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* __restrict__ slot,
            u64 slot_stride, u64 k_off, u64 v_off, int cap, const u32* __restrict__ pos, int n_head,
            int n_head_kv, int head_dim, int head_dim_v, float scale, int window, int max_splits, int min_keys,
            float* __restrict__ part, float2* __restrict__ ml) {
-    pdl_begin();
+    pdl_begin_small();
     __shared__ float sq[MAX_HEAD];
     __shared__ float wacc[ATT_WARPS][MAX_HEAD];
     __shared__ float wm[ATT_WARPS], wl[ATT_WARPS];
@@ -73,11 +164,25 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) sq[d] = round_f16(qh[d]);
     __syncthreads();
 
+    // Key rows of 64, 128 or 256 f16 at 16-byte aligned addresses: several lanes a key.
+    const bool wide = head_dim == head_dim_v && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
+                      ((((size_t)kb | (size_t)vb) & 15) == 0) && (k_dim % 8 == 0) && (v_dim % 8 == 0);
+    if (wide) {
+        float m, l, a8[8];
+        if (head_dim == 64) split_keys_wide<8>(sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8);
+        else if (head_dim == 128) split_keys_wide<16>(sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8);
+        else split_keys_wide<32>(sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8);
+        if (lane == 0) { wm[wid] = m; wl[wid] = l; }
+        if (lane < head_dim / 8) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) wacc[wid][8 * lane + j] = a8[j];
+        }
+    }
     float m = NEG_INF, l = 0.0f;
     float acc[MAX_HEAD / 32];
 #pragma unroll
     for (int i = 0; i < MAX_HEAD / 32; ++i) acc[i] = 0.0f;
-    for (int key = k0 + wid; key < k1; key += ATT_WARPS) {
+    for (int key = k0 + wid; !wide && key < k1; key += ATT_WARPS) {
         const u64 s = (u32)key % (u32)cap;
         const u16* kr = kb + s * (u64)k_dim;
         float dot = 0.0f;
@@ -95,11 +200,13 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
             if (d < head_dim_v) acc[i] = acc[i] * c + e * h2f(vr[d]);
         }
     }
-    if (lane == 0) { wm[wid] = m; wl[wid] = l; }
+    if (!wide) {
+        if (lane == 0) { wm[wid] = m; wl[wid] = l; }
 #pragma unroll
-    for (int i = 0; i < MAX_HEAD / 32; ++i) {
-        const int d = lane + 32 * i;
-        if (d < head_dim_v) wacc[wid][d] = acc[i];
+        for (int i = 0; i < MAX_HEAD / 32; ++i) {
+            const int d = lane + 32 * i;
+            if (d < head_dim_v) wacc[wid][d] = acc[i];
+        }
     }
     __syncthreads();
     float mx = NEG_INF;
@@ -130,7 +237,7 @@ extern "C" __global__ void attn_combine(const float* __restrict__ part, const fl
                                         int max_splits, int min_keys, float* __restrict__ out,
                                         const float* __restrict__ gate, i8* __restrict__ q8,
                                         float2* __restrict__ ds8) {
-    pdl_begin();
+    pdl_begin_small();
     __shared__ float wsplit[MAX_SPLITS];
     const int h = blockIdx.x, r = blockIdx.y;
     int first, n;

@@ -14,7 +14,7 @@ extern "C" __global__ void attn_inputs(float* q, float* k, const float* __restri
                                        int rope_dim, float theta_scale, int style, u16* kv,
                                        const u32* __restrict__ slot, u64 slot_stride, u64 k_off, u64 v_off,
                                        int cap, const u32* __restrict__ pos) {
-    pdl_begin();
+    pdl_begin_small();
     __shared__ float hs[MAX_HEAD];
     __shared__ double part[32];
     const int hb = blockIdx.x, r = blockIdx.y;

@@ -62,10 +62,27 @@ __device__ __forceinline__ float warp_max(float v) {
 // finished and its writes are visible, then lets the next kernel start its own blocks. Only
 // memory no kernel writes (the weights) may be read before it: the GEMVs prefetch their first
 // weight bytes into L2 there, which overlaps the previous kernel's tail.
+//
+// The small kernels between the GEMVs (norms, attention, activations: a few blocks each) call
+// `pdl_begin_small()` instead, which lets the next kernel launch before it waits. The next
+// kernel's own wait still covers this one's completion (and so, transitively, the one before),
+// so nothing is read early; but a GEMV that follows a norm then launches while the GEMV before
+// the norm is still finishing and prefetches its first weight lines then, as it does after
+// another GEMV. (A grid lets its dependents launch only once every one of its blocks has
+// triggered or exited, so a large grid is never starved of its own blocks.) Measured on the
+// H100 (BENCHMARKS.md, session 9): 111.5 -> 112.9-113.3 tok/s on the 30B shape; doing the same
+// in the GEMVs too gained nothing more.
 __device__ __forceinline__ void pdl_begin() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_begin_small() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 

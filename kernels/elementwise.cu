@@ -4,24 +4,24 @@
                                i += (long long)gridDim.x * blockDim.x)
 
 extern "C" __global__ void add_f32(float* x, const float* __restrict__ y, long long n) {
-    pdl_begin();
+    pdl_begin_small();
     GRID_STRIDE(i, n) x[i] += y[i];
 }
 
 extern "C" __global__ void scale_f32(float* x, float s, long long n) {
-    pdl_begin();
+    pdl_begin_small();
     GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], s);
 }
 
 // x = cap * tanh(x * scale / cap)
 extern "C" __global__ void softcap_f32(float* x, float cap, float scale, long long n) {
-    pdl_begin();
+    pdl_begin_small();
     GRID_STRIDE(i, n) x[i] = cap * tanhf(__fdiv_rn(__fmul_rn(x[i], scale), cap));
 }
 
 // x *= sigmoid(g)
 extern "C" __global__ void sigmoid_mul_f32(float* x, const float* __restrict__ g, long long n) {
-    pdl_begin();
+    pdl_begin_small();
     GRID_STRIDE(i, n) x[i] *= 1.0f / (1.0f + expf(-g[i]));
 }
 
@@ -39,13 +39,13 @@ __device__ __forceinline__ float gelu_tanh_f16(float v) {
 
 // g = silu(g) * u
 extern "C" __global__ void gated_silu_f32(float* g, const float* __restrict__ u, long long n) {
-    pdl_begin();
+    pdl_begin_small();
     GRID_STRIDE(i, n) g[i] = silu(g[i]) * u[i];
 }
 
 // g = gelu_tanh(g) * u
 extern "C" __global__ void gated_gelu_tanh_f32(float* g, const float* __restrict__ u, long long n) {
-    pdl_begin();
+    pdl_begin_small();
     GRID_STRIDE(i, n) g[i] = gelu_tanh_f16(g[i]) * u[i];
 }
 
@@ -54,7 +54,7 @@ extern "C" __global__ void gated_gelu_tanh_f32(float* g, const float* __restrict
 // rounded up; whole warps leave together).
 extern "C" __global__ void gated_act_q8(float* g, const float* __restrict__ u, long long n, int act,
                                         i8* __restrict__ q, float2* __restrict__ ds) {
-    pdl_begin();
+    pdl_begin_small();
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if ((i & ~31LL) >= n) return;
     const float v = g[i];

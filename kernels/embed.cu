@@ -64,7 +64,7 @@ __device__ float dequant_elem(int ty, const u8* __restrict__ row, int i, int col
 // grid: rows; tokens in device memory.
 extern "C" __global__ void embed_rows(const u8* __restrict__ table, int ty, u64 row_bytes, int cols,
                                       const u32* __restrict__ tokens, float* __restrict__ out) {
-    pdl_begin();
+    pdl_begin_small();
     const int r = blockIdx.x;
     const u8* row = table + (size_t)tokens[r] * row_bytes;
     for (int i = threadIdx.x; i < cols; i += blockDim.x) out[(size_t)r * cols + i] = dequant_elem(ty, row, i, cols);

@@ -107,13 +107,16 @@ __device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int
     const u32 sl = 2 * (cc >> 1);
     const int av0[4] = {(int)a.a0.x, (int)a.a0.y, (int)a.a0.z, (int)a.a0.w};
     const int av1[4] = {(int)a.a1.x, (int)a.a1.y, (int)a.a1.z, (int)a.a1.w};
+    // The quants are 0..63 (positive as int8): sum(q a) + sum(-32 a) is the same integer as
+    // sum((q - 32) a), with one more dp4a a word instead of a per-byte subtraction.
+    const int n32 = (int)0xE0E0E0E0u;  // -32 in every byte
     int s0 = 0, s1 = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int lo = (int)((ql[i] & 0x0F0F0F0Fu) | (((qh[i] >> sl) & 0x03030303u) << 4));
         const int hi = (int)(((ql[i] >> 4) & 0x0F0F0F0Fu) | (((qh[i] >> (sl + 4)) & 0x03030303u) << 4));
-        s0 = __dp4a((int)__vsubss4(lo, 0x20202020), av0[i], s0);
-        s1 = __dp4a((int)__vsubss4(hi, 0x20202020), av1[i], s1);
+        s0 = __dp4a(n32, av0[i], __dp4a(lo, av0[i], s0));
+        s1 = __dp4a(n32, av1[i], __dp4a(hi, av1[i], s1));
     }
     return d * (sc0 * a.ds0.x * (float)s0 + sc1 * a.ds1.x * (float)s1);
 }
@@ -209,27 +212,18 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 // H200): lane l takes chunk l & 7 of super-blocks
 // l >> 3, l >> 3 + 4, ... of RW consecutive rows, loading each chunk's activations once for
 // all RW rows (the activation reads, from L1/L2, otherwise outnumber the weight bytes two to
-// one) and keeping RW 16-byte weight loads in flight. blockIdx.y is the activation row.
+// one) and keeping RW 16-byte weight loads in flight. `a`, `ad` and `out` are the activation
+// row's; rows from `row0` (at most RW, clipped to n_out) are this warp's.
 template <int T, int RW>
-__device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
-                                            const i8* __restrict__ aq, const float2* __restrict__ ads,
-                                            float* __restrict__ out) {
+__device__ __forceinline__ void k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols, int row0,
+                                       const i8* __restrict__ a, const float2* __restrict__ ad,
+                                       float* __restrict__ out) {
     const int lane = threadIdx.x & 31;
-    const int warp = threadIdx.x >> 5;
-    const int row0 = (blockIdx.x * (blockDim.x >> 5) + warp) * RW;
-    if (row0 >= n_out) return;
     const int nb = cols >> 8;
-    const size_t ar = blockIdx.y;
-    const i8* a = aq + ar * cols;
-    const float2* ad = ads + ar * (cols >> 5);
     const int c = lane & 7;
     const u8* wr[RW];
 #pragma unroll
-    for (int r = 0; r < RW; ++r) {
-        wr[r] = w + (size_t)min(row0 + r, n_out - 1) * row_bytes;
-        if (lane >> 3 < nb) prefetch_l2(chunk_at<T>(wr[r], lane >> 3, c));
-    }
-    pdl_begin();
+    for (int r = 0; r < RW; ++r) wr[r] = w + (size_t)min(row0 + r, n_out - 1) * row_bytes;
     float acc[RW];
 #pragma unroll
     for (int r = 0; r < RW; ++r) acc[r] = 0.0f;
@@ -244,8 +238,31 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
 #pragma unroll
     for (int r = 0; r < RW; ++r) {
         const float v = warp_sum(acc[r]);
-        if (lane == 0 && row0 + r < n_out) out[ar * n_out + row0 + r] = v;
+        if (lane == 0 && row0 + r < n_out) out[row0 + r] = v;
     }
+}
+
+// Prefetches into L2 the first weight line each lane of a k_rows warp will read.
+template <int T, int RW>
+__device__ __forceinline__ void k_rows_prefetch(const u8* w, u64 row_bytes, int n_out, int cols, int row0) {
+    const int lane = threadIdx.x & 31;
+    if (lane >> 3 >= (cols >> 8)) return;
+#pragma unroll
+    for (int r = 0; r < RW; ++r)
+        prefetch_l2(chunk_at<T>(w + (size_t)min(row0 + r, n_out - 1) * row_bytes, lane >> 3, lane & 7));
+}
+
+// blockIdx.y is the activation row.
+template <int T, int RW>
+__device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols,
+                                            const i8* __restrict__ aq, const float2* __restrict__ ads,
+                                            float* __restrict__ out) {
+    const int row0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * RW;
+    if (row0 >= n_out) return;
+    const size_t ar = blockIdx.y;
+    k_rows_prefetch<T, RW>(w, row_bytes, n_out, cols, row0);
+    pdl_begin();
+    k_rows<T, RW>(w, row_bytes, n_out, cols, row0, aq + ar * cols, ads + ar * (cols >> 5), out + ar * n_out);
 }
 
 extern "C" __global__ void gemv_q4_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
@@ -256,4 +273,76 @@ extern "C" __global__ void gemv_q4_k_rw2(const u8* w, u64 rb, int n_out, int col
 extern "C" __global__ void gemv_q6_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
                                          const float2* ads, float* out) {
     gemv_k_rows<T_Q6_K, 2>(w, rb, n_out, cols, aq, ads, out);
+}
+
+// One matrix of a gemv_k_multi launch.
+struct KSeg {
+    const u8* w;
+    u64 rb;
+    int n, ty;
+    float* out;
+};
+
+// The matrix that row pair g belongs to (ends: each segment's end, in row pairs, cumulative),
+// and g's pair index inside it.
+__device__ __forceinline__ KSeg k_seg(int& g, const KSeg& s0, const KSeg& s1, const KSeg& s2, const KSeg& s3,
+                                      int e0, int e1, int e2) {
+    if (g < e0) return s0;
+    if (g < e1) { g -= e0; return s1; }
+    if (g < e2) { g -= e1; return s2; }
+    g -= e2;
+    return s3;
+}
+
+// Up to four Q4_K / Q6_K matrices of the same width over the same activation rows, in one
+// launch: Q, K, V and the attention gate, or the FFN gate and up projections. Separate
+// launches would each pay their own start and tail (the 256-row K and V reach under 10 % of
+// the bandwidth on their own). Two rows a warp as in gemv_k_rows; the warps walk the row
+// pairs of all the matrices in a grid-stride loop, so the grid is sized to one resident wave
+// and no partial last wave is left. Segment s (w_s, row bytes, rows, GGML type, output) owns
+// row pairs [e_{s-1}, e_s) of the `pairs` in all; unused segments have no pairs.
+// blockIdx.y is the activation row.
+#define K_MULTI_PARAMS                                                                          \
+    int cols, const i8 *aq, const float2 *ads, int pairs, const u8 *w0, u64 rb0, int n0, int t0, \
+        float *o0, int e0, const u8 *w1, u64 rb1, int n1, int t1, float *o1, int e1,             \
+        const u8 *w2, u64 rb2, int n2, int t2, float *o2, int e2, const u8 *w3, u64 rb3, int n3,  \
+        int t3, float *o3
+__device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS) {
+    const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
+    const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
+    const int wpb = blockDim.x >> 5;
+    const int first = blockIdx.x * wpb + (threadIdx.x >> 5);
+    const int stride = gridDim.x * wpb;
+    if (first < pairs) {
+        int g = first;
+        const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
+        if (s.ty == T_Q4_K) k_rows_prefetch<T_Q4_K, 2>(s.w, s.rb, s.n, cols, 2 * g);
+        else k_rows_prefetch<T_Q6_K, 2>(s.w, s.rb, s.n, cols, 2 * g);
+    }
+    pdl_begin();
+    const size_t ar = blockIdx.y;
+    const i8* a = aq + ar * cols;
+    const float2* ad = ads + ar * (cols >> 5);
+    for (int p = first; p < pairs; p += stride) {
+        int g = p;
+        const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
+        float* o = s.out + ar * s.n;
+        if (s.ty == T_Q4_K) k_rows<T_Q4_K, 2>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o);
+        else k_rows<T_Q6_K, 2>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o);
+    }
+}
+
+// Register budgets: at most 100 registers (two blocks a multiprocessor), 80 (three) or 64
+// (four, no spills); which is fastest is measured (BENCHMARKS.md).
+extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi(K_MULTI_PARAMS) {
+    gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                      e2, w3, rb3, n3, t3, o3);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) gemv_k_multi_b3(K_MULTI_PARAMS) {
+    gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                      e2, w3, rb3, n3, t3, o3);
+}
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PARAMS) {
+    gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                      e2, w3, rb3, n3, t3, o3);
 }

@@ -15,7 +15,7 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
                                             float* out, int dim, float eps, i8* __restrict__ q,
                                             float2* __restrict__ ds, const float* __restrict__ pw = nullptr,
                                             float peps = 0.0f) {
-    pdl_begin();
+    pdl_begin_small();
     __shared__ double part[32];
     float* xr = x + (size_t)blockIdx.x * dim;
     float* yr = ADD ? y + (size_t)blockIdx.x * dim : nullptr;

@@ -3,7 +3,7 @@
 
 extern "C" __global__ void quantize_q8_1(const float* __restrict__ x, i8* __restrict__ q,
                                          float2* __restrict__ ds, int n_blocks) {
-    pdl_begin();
+    pdl_begin_small();
     const int b = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31;
     if (b >= n_blocks) return;  // whole warps leave together

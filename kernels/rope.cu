@@ -18,7 +18,7 @@ __device__ __forceinline__ void rope_pair(float* head, int i, int half, float p,
 
 extern "C" __global__ void rope_f32(float* x, int n_heads, int head_dim, int rope_dim,
                                     const u32* __restrict__ pos, float theta_scale, int style) {
-    pdl_begin();
+    pdl_begin_small();
     const int half = rope_dim >> 1;
     const int r = blockIdx.x;
     const float p = (float)pos[r];

@@ -140,6 +140,16 @@ pub struct CudaBackend {
     /// (eight warps a block) instead of reading it through L1 (four warps a block): `None`
     /// chooses by shape ([`crate::auto_smem`]), `Some` forces it (benchmarks).
     pub gemv_smem: Option<bool>,
+    /// How [`Backend::matmul_many`](glimmer_core::exec::Backend::matmul_many) runs at fewer
+    /// than eight rows: 0 runs one launch a matrix; 2, 3 or 4 run up to four Q4_K / Q6_K
+    /// matrices in one launch (`gemv_k_multi`) compiled for that many resident blocks a
+    /// multiprocessor (fewer registers a thread for more). Public so benchmarks can compare.
+    pub gemv_multi: u32,
+    /// Whether a single Q4_K / Q6_K matmul at fewer than eight rows also takes the
+    /// `gemv_k_multi` kernel (the default: on the H100 it lifted 30B-shape decode from 109.4–109.7
+    /// to 111.5–111.8 tok/s, BENCHMARKS.md) instead of the one-row kernels picked by shape.
+    /// Public so benchmarks can compare.
+    pub gemv_multi_single: bool,
 }
 
 impl CudaBackend {
@@ -182,6 +192,8 @@ impl CudaBackend {
             gemv_rows_per_warp: 0,
             gemv_smem: None,
             gemv_team_target: 0,
+            gemv_multi: 2,
+            gemv_multi_single: true,
             cap,
             gpu,
         })

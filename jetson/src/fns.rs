@@ -28,6 +28,9 @@ const GEMV_NAMES: [&str; 7] = [
     "gemv_q6_k",
 ];
 
+/// Threads a block of `gemv_k_multi` has (eight warps, two output rows each).
+pub(crate) const MULTI_THREADS: u32 = 256;
+
 /// Every kernel, by op.
 pub(crate) struct Fns {
     pub quantize_q8_1: CudaFunction,
@@ -37,6 +40,10 @@ pub(crate) struct Fns {
     pub gemv_rows: [CudaFunction; 2],
     /// One-row GEMVs of Q4_K and Q6_K that stage the activations in shared memory.
     pub gemv_smem: [CudaFunction; 2],
+    /// Up to four Q4_K / Q6_K matrices over one input in one launch, with register budgets
+    /// for 2, 3 and 4 resident blocks of [`MULTI_THREADS`] threads, each with how many of its
+    /// blocks fit on a multiprocessor at once.
+    pub gemv_multi: [(CudaFunction, u32); 3],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -74,11 +81,22 @@ impl Fns {
         }
         let gemv: [(CudaFunction, CudaFunction); 7] =
             gemv.try_into().map_err(|_| CudaError::Compile)?;
+        let multi = |name: &str| -> Result<(CudaFunction, u32), CudaError> {
+            let k = f(name)?;
+            let n = k.occupancy_max_active_blocks_per_multiprocessor(MULTI_THREADS, 0, None)?;
+            Ok((k, n.max(1)))
+        };
+        let gemv_multi = [
+            multi("gemv_k_multi")?,
+            multi("gemv_k_multi_b3")?,
+            multi("gemv_k_multi_b4")?,
+        ];
         Ok(Fns {
             quantize_q8_1: f("quantize_q8_1")?,
             gemv,
             gemv_rows: [f("gemv_q4_k_rw2")?, f("gemv_q6_k_rw2")?],
             gemv_smem: [f("gemv_q4_k_s1")?, f("gemv_q6_k_s1")?],
+            gemv_multi,
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,

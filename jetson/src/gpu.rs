@@ -7,9 +7,9 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{result, sys, CudaContext, CudaStream, DriverError};
+use cudarc::driver::{result, sys, CudaContext, CudaModule, CudaStream, DriverError};
 
 use crate::compile;
 use crate::fns::Fns;
@@ -34,6 +34,11 @@ pub struct Gpu {
     cc: (i32, i32),
     /// Launch with programmatic stream serialization (see [`Gpu::set_pdl`]).
     pdl: AtomicBool,
+    module: Arc<CudaModule>,
+    /// Kernels whose launches are dropped ([`Gpu::set_skipped`]; benchmarks only), and
+    /// whether there are any (so a launch normally takes no lock).
+    skipped: Mutex<Vec<usize>>,
+    any_skipped: AtomicBool,
 }
 
 impl Gpu {
@@ -68,6 +73,9 @@ impl Gpu {
             sm_count: sm_count.max(1) as u32,
             cc,
             pdl: AtomicBool::new(pdl),
+            module,
+            skipped: Mutex::new(Vec::new()),
+            any_skipped: AtomicBool::new(false),
         }))
     }
 
@@ -94,6 +102,26 @@ impl Gpu {
     /// graph keeps the setting it was captured with.
     pub fn set_pdl(&self, on: bool) {
         self.pdl.store(on && self.cc.0 >= 9, Ordering::Relaxed);
+    }
+
+    /// Makes every later launch of the kernels named in `names` a no-op (none: launch all).
+    /// For benchmarks only: it measures what a class of kernels costs inside a real decode
+    /// step by leaving it out, so the step computes garbage (every kernel still reads and
+    /// writes only its own buffers, so nothing goes out of bounds). A captured graph keeps
+    /// the launches it was captured with.
+    pub fn set_skipped(&self, names: &[&str]) -> Result<(), CudaError> {
+        let mut fs = Vec::with_capacity(names.len());
+        for n in names {
+            fs.push(self.module.load_function(n)?.cu_function() as usize);
+        }
+        self.any_skipped.store(!fs.is_empty(), Ordering::Relaxed);
+        *self.skipped.lock().map_err(|_| CudaError::Compile)? = fs;
+        Ok(())
+    }
+
+    fn is_skipped(&self, f: sys::CUfunction) -> bool {
+        self.any_skipped.load(Ordering::Relaxed)
+            && self.skipped.lock().is_ok_and(|s| s.contains(&(f as usize)))
     }
 
     /// Streaming multiprocessors.
@@ -186,7 +214,7 @@ impl Gpu {
         self.launch(f, grid, 512, &[Arg::P(src.ptr), Arg::P(dst.ptr), Arg::U(n)])
     }
 
-    /// Launches `f` on the stream with `args` (at most 24).
+    /// Launches `f` on the stream with `args` (at most 32).
     pub(crate) fn launch(
         &self,
         f: sys::CUfunction,
@@ -207,10 +235,13 @@ impl Gpu {
         smem: u32,
         args: &[Arg],
     ) -> Result<(), CudaError> {
-        const MAX: usize = 24;
+        const MAX: usize = 32;
         if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > MAX_DYNAMIC_SMEM
         {
             return Err(CudaError::TooLarge);
+        }
+        if self.is_skipped(f) {
+            return Ok(());
         }
         let mut store = [0u64; MAX];
         for (s, a) in store.iter_mut().zip(args) {

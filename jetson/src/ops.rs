@@ -6,7 +6,7 @@ use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
 use crate::backend::{CudaBackend, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
-use crate::fns::{gemv_index, raw};
+use crate::fns::{gemv_index, raw, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
 
@@ -94,6 +94,115 @@ impl CudaBackend {
         self.gpu.launch(raw(f), grid, 256, &all[..=args.len()])
     }
 
+    /// Quantizes the `(rows, cols)` activations at `x` to q8_1 into `aq`/`ads`, unless they
+    /// already hold them.
+    fn quantize_input(&mut self, x: u64, rows: usize, cols: usize) -> Result<(), CudaError> {
+        if self.qx == Some((x, rows, cols)) {
+            return Ok(());
+        }
+        self.qx = None;
+        let n_blocks = rows * cols / 32;
+        self.gpu.launch(
+            raw(&self.gpu.fns().quantize_q8_1),
+            (n_blocks.div_ceil(8) as u32, 1, 1),
+            256,
+            &[
+                Arg::P(x),
+                Arg::P(self.aq.ptr()),
+                Arg::P(self.ads.ptr()),
+                Arg::int(n_blocks)?,
+            ],
+        )?;
+        self.qx = Some((x, rows, cols));
+        Ok(())
+    }
+
+    /// `gemv_k_multi`: up to four Q4_K / Q6_K matrices of one width over the same `rows` (< 8)
+    /// input rows in one launch. Returns `Ok(false)` without launching anything when the
+    /// matrices or regions do not qualify (the caller then runs them one by one).
+    fn matmul_multi(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<bool, CudaError> {
+        const SEGS: usize = 4;
+        let fewest = if self.gemv_multi_single { 1 } else { 2 };
+        if !(2..=4).contains(&self.gemv_multi)
+            || rows == 0
+            || rows >= 8
+            || ws.len() < fewest
+            || ws.len() > SEGS
+        {
+            return Ok(false);
+        }
+        if ws.len() != outs.len() {
+            return Err(CudaError::BadRegion);
+        }
+        let mut d = [None; SEGS];
+        for (slot, w) in d.iter_mut().zip(ws) {
+            let t = self.weight(w)?;
+            if !matches!(t.ty, GgmlType::Q4_K | GgmlType::Q6_K) {
+                return Ok(false);
+            }
+            *slot = Some(t);
+        }
+        let cols = ws[0].cols;
+        let cols_ok = cols.is_multiple_of(256) && cols <= self.cap.max_cols;
+        for (i, (t, &o)) in d.iter().flatten().zip(outs).enumerate() {
+            let aligned = t.ptr.is_multiple_of(16) && t.row_bytes.is_multiple_of(16);
+            if t.cols != cols || !aligned || !cols_ok {
+                return Ok(false);
+            }
+            if x.len != rows * cols || o.len != rows * t.rows || !x.disjoint(o) {
+                return Err(CudaError::BadRegion);
+            }
+            if outs[..i].iter().any(|p| !p.disjoint(o)) {
+                return Err(CudaError::BadRegion);
+            }
+        }
+        let xp = self.at(x)?;
+        self.quantize_input(xp, rows, cols)?;
+        let mut args = [Arg::I(0); 4 + 6 * SEGS - 1];
+        args[0] = Arg::int(cols)?;
+        args[1] = Arg::P(self.aq.ptr());
+        args[2] = Arg::P(self.ads.ptr());
+        let mut pairs = 0usize;
+        for (s, (t, &o)) in d.iter().flatten().zip(outs).enumerate() {
+            pairs += t.rows.div_ceil(2);
+            let a = &mut args[4 + 6 * s..];
+            a[0] = Arg::P(t.ptr);
+            a[1] = Arg::U(t.row_bytes as u64);
+            a[2] = Arg::int(t.rows)?;
+            a[3] = Arg::I(t.ty as i32);
+            a[4] = Arg::P(self.at(o)?);
+            if s + 1 < SEGS {
+                a[5] = Arg::int(pairs)?;
+            }
+        }
+        // Unused segments: empty (their end is the last used one's).
+        for s in ws.len()..SEGS {
+            args[4 + 6 * s + 3] = Arg::I(GgmlType::Q4_K as i32);
+            if s + 1 < SEGS {
+                args[4 + 6 * s + 5] = Arg::int(pairs)?;
+            }
+        }
+        args[3] = Arg::int(pairs)?;
+        let fns = self.gpu.fns();
+        let wpb = (MULTI_THREADS / 32) as usize;
+        let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
+        let resident = (per_sm * self.gpu.sm_count()) as usize;
+        let blocks = pairs.div_ceil(wpb).min(resident);
+        self.gpu.launch(
+            raw(f),
+            (blocks as u32, rows as u32, 1),
+            MULTI_THREADS,
+            &args,
+        )?;
+        Ok(true)
+    }
+
     fn quantized_matmul(
         &mut self,
         wi: usize,
@@ -106,23 +215,8 @@ impl CudaBackend {
         if !cols.is_multiple_of(32) || cols > self.cap.max_cols.div_ceil(32) * 32 {
             return Err(CudaError::UnsupportedType(w.ty));
         }
+        self.quantize_input(x, rows, cols)?;
         let fns = self.gpu.fns();
-        if self.qx != Some((x, rows, cols)) {
-            self.qx = None;
-            let n_blocks = rows * cols / 32;
-            self.gpu.launch(
-                raw(&fns.quantize_q8_1),
-                (n_blocks.div_ceil(8) as u32, 1, 1),
-                256,
-                &[
-                    Arg::P(x),
-                    Arg::P(self.aq.ptr()),
-                    Arg::P(self.ads.ptr()),
-                    Arg::int(n_blocks)?,
-                ],
-            )?;
-            self.qx = Some((x, rows, cols));
-        }
         // Q4_K and Q6_K rows are read with 16-byte loads (Q6_K rows are repacked and padded
         // for it on upload), the other formats with 2- or 4-byte loads.
         if !w.ptr.is_multiple_of(16)
@@ -533,6 +627,9 @@ impl Backend for CudaBackend {
         if rows == 0 {
             return Ok(());
         }
+        if self.matmul_multi(&[w], x, rows, &[out])? {
+            return Ok(());
+        }
         let (xp, op) = (self.at(x)?, self.at(out)?);
         match gemv_index(d.ty) {
             Some(i) => self.quantized_matmul(i, d, xp, rows, op),
@@ -739,6 +836,25 @@ impl Backend for CudaBackend {
         let blocks = (p.n_head + 2 * p.n_head_kv) as u32;
         let f = raw(&self.gpu.fns().attn_inputs);
         self.gpu.launch(f, (blocks, n as u32, 1), threads, &args)
+    }
+
+    fn matmul_many(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<(), CudaError> {
+        if self.matmul_multi(ws, x, rows, outs)? {
+            return Ok(());
+        }
+        if ws.len() != outs.len() {
+            return Err(CudaError::BadRegion);
+        }
+        for (w, &o) in ws.iter().zip(outs) {
+            self.matmul(w, x, rows, o)?;
+        }
+        Ok(())
     }
 
     fn matmul_gated(

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use glimmer_boards::engine::Loaded;
 use glimmer_boards::model_file::ModelFile;
-use glimmer_core::exec::{Layout, Limits, LogitRows};
+use glimmer_core::exec::{Buf, Layout, Limits, LogitRows};
 use glimmer_core::kv::KvGeometry;
 use glimmer_core::model::LayerKind;
 use glimmer_core::plan::KvType;
@@ -183,30 +183,37 @@ pub fn run(
 
     // Without and with programmatic dependent launch (where the GPU has it), and with the
     // activations of the one-row GEMVs in shared memory, alternated.
-    let modes: &[(bool, Option<bool>)] = if gpu.compute_capability().0 >= 9 {
-        &[
-            (false, Some(false)),
-            (true, Some(false)),
-            (true, None),
-            (false, Some(false)),
-            (true, Some(false)),
-            (true, None),
-        ]
-    } else {
-        &[(false, Some(false)), (false, None)]
-    };
+    // (PDL, shared-memory GEMV choice, matmul_many kernel); the last is the default.
+    let pdl_on = gpu.compute_capability().0 >= 9;
+    let multi_default = m.backend().gemv_multi;
+    // A multi value of 1 means 2 with single matrices through the multi kernel too.
+    let mut modes: Vec<(bool, Option<bool>, u32)> = vec![(false, Some(false), 0)];
+    for _ in 0..2 {
+        modes.push((pdl_on, None, 0));
+        for multi in [2, 3, 1] {
+            modes.push((pdl_on, None, multi));
+        }
+    }
     let pdl_default = gpu.pdl();
     let smem_default = m.backend().gemv_smem;
-    for &(pdl, smem) in modes {
+    let single_default = m.backend().gemv_multi_single;
+    for &(pdl, smem, multi) in &modes {
         gpu.set_pdl(pdl);
         m.backend().gemv_smem = smem;
+        m.backend().gemv_multi = multi.max(2) * u32::from(multi > 0);
+        m.backend().gemv_multi_single = multi == 1;
         m.drop_graph();
-        let launch = match (pdl, smem) {
-            (false, Some(false)) => "plain",
-            (true, Some(false)) => "PDL",
-            (false, _) => "shaped smem-GEMV",
-            (true, _) => "PDL shaped smem-GEMV",
+        let mut launch = match (pdl, smem) {
+            (false, Some(false)) => "plain".to_owned(),
+            (true, Some(false)) => "PDL".to_owned(),
+            (false, _) => "shaped smem-GEMV".to_owned(),
+            (true, _) => "PDL shaped smem-GEMV".to_owned(),
         };
+        match multi {
+            0 => {}
+            1 => launch += " multi-GEMV/2 for all",
+            n => launch += &format!(" multi-GEMV/{n}"),
+        }
         for (mode, graph) in [("eager", false), ("graph", true)] {
             let mut tok = tokens.last().copied().unwrap_or(0);
             // Warm-up step (captures the graph), not timed.
@@ -238,6 +245,95 @@ pub fn run(
     }
     gpu.set_pdl(pdl_default);
     m.backend().gemv_smem = smem_default;
+    m.backend().gemv_multi = multi_default;
+    m.backend().gemv_multi_single = single_default;
+
+    // What each class of kernels costs inside the default graph step: the step without it
+    // (its launches dropped, so the output is garbage), twice, against the full step.
+    const GEMVS: &[&str] = &[
+        "gemv_q4_0_r1",
+        "gemv_q4_1_r1",
+        "gemv_q5_0_r1",
+        "gemv_q8_0_r1",
+        "gemv_q4_k_r1",
+        "gemv_q5_k_r1",
+        "gemv_q6_k_r1",
+        "gemv_q4_k_rw2",
+        "gemv_q6_k_rw2",
+        "gemv_q4_k_s1",
+        "gemv_q6_k_s1",
+        "gemv_k_multi",
+        "gemv_k_multi_b3",
+        "gemv_k_multi_b4",
+        "gemv_float",
+    ];
+    const NORMS: &[&str] = &[
+        "rmsnorm_f32",
+        "rmsnorm_q8_f32",
+        "add_rmsnorm_f32",
+        "add_rmsnorm_q8_f32",
+        "norm_add_rmsnorm_f32",
+        "norm_add_rmsnorm_q8_f32",
+    ];
+    const ATTN: &[&str] = &["attn_split", "attn_combine"];
+    const PREP: &[&str] = &["attn_inputs"];
+    const ACT: &[&str] = &["gated_act_q8", "gated_silu_f32", "gated_gelu_tanh_f32"];
+    const QUANT: &[&str] = &["quantize_q8_1"];
+    let others: Vec<&str> = [NORMS, ATTN, PREP, ACT, QUANT]
+        .concat()
+        .into_iter()
+        .chain([
+            "embed_rows",
+            "softcap_f32",
+            "argmax_f32",
+            "add_f32",
+            "sigmoid_mul_f32",
+        ])
+        .collect();
+    let classes: [(&str, &[&str]); 8] = [
+        ("nothing", &[]),
+        ("GEMVs", GEMVS),
+        ("norms", NORMS),
+        ("attention split+combine", ATTN),
+        ("Q/K norm+RoPE+KV store", PREP),
+        ("gated activation", ACT),
+        ("activation quantize", QUANT),
+        ("everything but GEMVs", &others),
+    ];
+    let mut full_ms = f64::NAN;
+    for round in 0..2 {
+        for (name, kernels) in classes {
+            gpu.set_skipped(kernels).map_err(|e| e.to_string())?;
+            m.drop_graph();
+            let mut tok = tokens.last().copied().unwrap_or(0) % spec.n_vocab as u32;
+            tok = m
+                .decode_step(0, tok, prefill as u32, true)
+                .map_err(|e| format!("{e:?}"))?;
+            let t = Instant::now();
+            for s in 1..steps {
+                // The skipped kernels leave garbage logits; any in-range token will do.
+                tok = m
+                    .decode_step(0, tok % spec.n_vocab as u32, (prefill + s) as u32, true)
+                    .map_err(|e| format!("{e:?}"))?;
+            }
+            let ms = t.elapsed().as_secs_f64() * 1e3 / (steps - 1) as f64;
+            if name == "nothing" {
+                full_ms = ms;
+            }
+            println!(
+                "  graph step without {name:<26} {ms:>7.3} ms/tok (round {round}): it costs {:>6.3} ms a token, {:>5.1}% of the step",
+                full_ms - ms,
+                100.0 * (full_ms - ms) / full_ms
+            );
+            println!(
+                "SUMMARY|cost|{name} (round {round})|{:.3} ms/tok|{:.1}% of the {full_ms:.3} ms step",
+                full_ms - ms,
+                100.0 * (full_ms - ms) / full_ms
+            );
+        }
+    }
+    gpu.set_skipped(&[]).map_err(|e| e.to_string())?;
+    m.drop_graph();
     Ok(())
 }
 
@@ -277,18 +373,22 @@ fn gemv_bench(
     // (rows a warp, team target, activations in shared memory); 0 = the backend's automatic
     // choice.
     let smem_default = be.gemv_smem;
-    let variants: [(usize, usize, Option<bool>); 4] = [
-        (1, 6144, Some(false)),
-        (2, 6144, Some(false)),
-        (0, 0, Some(false)),
-        (0, 0, None),
+    let single_default = be.gemv_multi_single;
+    // The last: every Q4_K / Q6_K matrix through the grid-stride `gemv_k_multi` kernel.
+    let variants: [(usize, usize, Option<bool>, bool); 5] = [
+        (1, 6144, Some(false), false),
+        (2, 6144, Some(false), false),
+        (0, 0, Some(false), false),
+        (0, 0, None, false),
+        (0, 0, None, true),
     ];
-    for (rw, target, smem) in variants {
+    for (rw, target, smem, single) in variants {
         be.gemv_rows_per_warp = rw;
         be.gemv_team_target = target;
         be.gemv_smem = smem;
+        be.gemv_multi_single = single;
         println!(
-            "  GEMV variant: {rw} row(s) a warp on Q4_K/Q6_K matrices of >= {} rows, team target {target} warps, activations in shared memory: {}",
+            "  GEMV variant: {rw} row(s) a warp on Q4_K/Q6_K matrices of >= {} rows, team target {target} warps, activations in shared memory: {}, multi-GEMV kernel: {single}",
             glimmer_jetson::WIDE_ROWS,
             smem.map_or("by shape".to_owned(), |b| b.to_string())
         );
@@ -335,7 +435,7 @@ fn gemv_bench(
             );
         }
         println!(
-        "SUMMARY|gemv|rows/warp {rw} target {target} smem {smem:?}: all weights of a token, one GEMV at a time|{:.2} ms|{:.0} GB/s = {:.1}% of HBM",
+        "SUMMARY|gemv|rows/warp {rw} target {target} smem {smem:?} multi {single}: all weights of a token, one GEMV at a time|{:.2} ms|{:.0} GB/s = {:.1}% of HBM",
         total_s * 1e3,
         total_bytes / total_s / 1e9,
         100.0 * total_bytes / total_s / bw
@@ -344,6 +444,58 @@ fn gemv_bench(
     be.gemv_rows_per_warp = 0;
     be.gemv_team_target = 0;
     be.gemv_smem = smem_default;
+    be.gemv_multi_single = single_default;
+
+    // The matrices the forward pass gives `matmul_many` (Q, K, V and the attention gate; the
+    // FFN gate and up, here without the activation), one launch each and in one launch.
+    let d = |b: Buf, rows: usize| b.prefix(rows);
+    let mut qkv = vec![
+        (l0.wq, d(layout.q, l0.wq.rows)),
+        (l0.wk, d(layout.k, l0.wk.rows)),
+    ];
+    qkv.push((l0.wv, d(layout.v, l0.wv.rows)));
+    if let Some(g) = l0.attn_gate {
+        qkv.push((g, d(layout.ogate, g.rows)));
+    }
+    let ffn = [
+        (l0.w_gate, d(layout.gate, l0.w_gate.rows)),
+        (l0.w_up, d(layout.up, l0.w_up.rows)),
+    ];
+    let multi_default = be.gemv_multi;
+    for multi in [0, 2, 3, 4] {
+        be.gemv_multi = multi;
+        for (name, set) in [("Q/K/V/gate", &qkv[..]), ("FFN gate/up", &ffn[..])] {
+            let ws: Vec<&glimmer_core::model::Tensor<'_>> = set.iter().map(|(t, _)| t).collect();
+            let outs: Vec<Buf> = set.iter().map(|&(_, o)| o).collect();
+            let x = layout.xn.prefix(ws[0].cols);
+            if outs.iter().any(|o| o.len == 0) {
+                continue;
+            }
+            for _ in 0..3 {
+                be.matmul_many(&ws, x, 1, &outs).map_err(e)?;
+            }
+            gpu.synchronize().map_err(e)?;
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                be.matmul_many(&ws, x, 1, &outs).map_err(e)?;
+            }
+            gpu.synchronize().map_err(e)?;
+            let s = t0.elapsed().as_secs_f64() / reps as f64;
+            let bytes: f64 = ws.iter().map(|t| t.data.len() as f64).sum();
+            let how = if multi == 0 {
+                "one launch a matrix".to_owned()
+            } else {
+                format!("one launch, {multi} blocks/SM")
+            };
+            println!(
+                "  matmul_many {name:<11} ({how:<22}) {:>9.1} us  {:>7.0} GB/s = {:>5.1}% of HBM",
+                s * 1e6,
+                bytes / s / 1e9,
+                100.0 * bytes / s / bw
+            );
+        }
+    }
+    be.gemv_multi = multi_default;
 
     // One eager step per op, synchronizing after each.
     let mut times = OpTimes::default();

@@ -124,6 +124,13 @@ trait DynBackend {
         out: Buf,
     ) -> Result<(), String>;
     fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String>;
+    fn b_matmul_many(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<(), String>;
     fn b_add_rmsnorm(
         &mut self,
         x: Buf,
@@ -201,6 +208,16 @@ impl<T: Backend> DynBackend for T {
     }
     fn b_matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), String> {
         self.matmul(w, x, rows, out).map_err(|e| format!("{e:?}"))
+    }
+    fn b_matmul_many(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<(), String> {
+        self.matmul_many(ws, x, rows, outs)
+            .map_err(|e| format!("{e:?}"))
     }
     fn b_add_rmsnorm(
         &mut self,
@@ -384,6 +401,68 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             }
         }
     }
+
+    // Several matrices over one input (`matmul_many`): at fewer than eight rows the device
+    // runs up to four Q4_K / Q6_K matrices in one launch. Odd row counts end a matrix in the
+    // middle of a warp's row pair; Q6_K between Q4_K matrices switches type mid-grid. Each
+    // launch variant (one launch a matrix, and the three register budgets) against the CPU.
+    let cols = 1280;
+    let specs = [
+        (GgmlType::Q4_K, 1001),
+        (GgmlType::Q4_K, 257),
+        (GgmlType::Q6_K, 255),
+        (GgmlType::Q4_K, 512),
+    ];
+    let mut data = Vec::new();
+    for &(ty, n) in &specs {
+        data.push(matrix(&mut rng, ty, n, cols, 0.1)?);
+    }
+    let ts: Vec<Tensor<'_>> = specs
+        .iter()
+        .zip(&data)
+        .enumerate()
+        .map(|(i, (&(ty, rows), d))| Tensor {
+            ty,
+            rows,
+            cols,
+            data: d,
+            id: 1900 + i as u32,
+        })
+        .collect();
+    p.cu.upload(&ts).map_err(|e| e.to_string())?;
+    let multi_default = p.cu.gemv_multi;
+    for multi in [0, 2, 3, 4] {
+        p.cu.gemv_multi = multi;
+        // One matrix takes the multi kernel only when asked to.
+        p.cu.gemv_multi_single = multi != 0;
+        for (n_mats, rows) in [(4, 1), (4, 3), (2, 1), (3, 2), (1, 3)] {
+            let ws: Vec<&Tensor<'_>> = ts[4 - n_mats..].iter().collect();
+            let x = buf(A, rows * cols);
+            let mut outs = Vec::new();
+            let mut off = B;
+            for w in &ws {
+                outs.push(buf(off, rows * w.rows));
+                off += rows * w.rows;
+            }
+            let xv = rng.vec(x.len, 1.0);
+            p.put(x, &xv)?;
+            p.poison(buf(B, off - B))?;
+            p.run(|b| b.b_matmul_many(&ws, x, rows, &outs))?;
+            for (w, &o) in ws.iter().zip(&outs) {
+                ok &= p.check(
+                    &format!(
+                        "matmul_many{n_mats}_multi{multi}_{}_{}x{cols}_rows{rows}",
+                        w.ty.name(),
+                        w.rows
+                    ),
+                    o,
+                    matmul_tol(w.ty),
+                )?;
+            }
+        }
+    }
+    p.cu.gemv_multi = multi_default;
+    p.cu.gemv_multi_single = false;
 
     // Embedding rows and the rest: 512 wide.
     let cols = 512;
