@@ -7,7 +7,8 @@
 //
 // Attention is split-K flash decoding: attn_split (grid: n_head, max_splits, rows) gives each
 // block a contiguous range of the keys visible to its query and writes an unnormalized partial
-// output with its running max and sum; attn_combine (grid: n_head, rows) merges the partials.
+// output with its running max and sum; the last split of each query and head to finish merges
+// the partials (combine_head), so attention is one launch.
 // The number of splits actually used depends on the visible length (at least min_keys keys
 // per split), computed on the device from the position, so one graph serves every length.
 // Heads of 64, 128 or 256 dims take split_keys_wide: several lanes share a key with 16-byte
@@ -136,11 +137,45 @@ __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, 
     }
 }
 
+// Merges the ns partial outputs (part, ml at `base`..) of one query row and head into `out` at
+// `obase`: each split weighs in by exp(m_s - max) / sum. gate (may be null): out *=
+// sigmoid(gate) (`Backend::attention_gated`). q8 / ds8 (may be null): also quantize the head to
+// q8_1 for the output projection; then head_dim_v must be a multiple of 32 (the block is whole
+// warps). The partials come from other blocks: read through L2 (__ldcg), not L1.
+__device__ __forceinline__ void combine_head(const float* part, const float2* ml, int ns, size_t base, int head_dim_v,
+                                             size_t obase, float* __restrict__ out, const float* __restrict__ gate,
+                                             i8* __restrict__ q8, float2* __restrict__ ds8) {
+    __shared__ float wsplit[MAX_SPLITS];
+    float mx = NEG_INF;
+    for (int s = 0; s < ns; ++s) mx = fmaxf(mx, __ldcg(&ml[base + s].x));
+    float lsum = 0.0f;
+    for (int s = 0; s < ns; ++s) {
+        const float2 v = __ldcg(&ml[base + s]);
+        if (v.x != NEG_INF) lsum += v.y * expf(v.x - mx);
+    }
+    const float inv = 1.0f / lsum;
+    for (int s = threadIdx.x; s < ns; s += blockDim.x) {
+        const float2 v = __ldcg(&ml[base + s]);
+        wsplit[s] = v.x == NEG_INF ? 0.0f : expf(v.x - mx);
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < head_dim_v; d += blockDim.x) {
+        float o = 0.0f;
+        for (int s = 0; s < ns; ++s) o += __ldcg(&part[(base + s) * head_dim_v + d]) * wsplit[s];
+        const size_t e = obase + d;
+        float y = o * inv;
+        if (gate) y *= 1.0f / (1.0f + expf(-gate[e]));
+        out[e] = y;
+        if (q8) quantize_lane_q8(y, e, q8, ds8);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32)
 attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* __restrict__ slot,
            u64 slot_stride, u64 k_off, u64 v_off, int cap, const u32* __restrict__ pos, int n_head,
            int n_head_kv, int head_dim, int head_dim_v, float scale, int window, int max_splits, int min_keys,
-           float* __restrict__ part, float2* __restrict__ ml) {
+           float* __restrict__ part, float2* __restrict__ ml, u32* __restrict__ done, float* __restrict__ out,
+           const float* __restrict__ gate, i8* __restrict__ q8, float2* __restrict__ ds8) {
     pdl_begin_small();
     __shared__ float sq[MAX_HEAD];
     __shared__ float wacc[ATT_WARPS][MAX_HEAD];
@@ -227,44 +262,18 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
         part[idx * head_dim_v + d] = o;
     }
     if (threadIdx.x == 0) ml[idx] = make_float2(mx, lsum);
+
+    // The last split of this query and head to finish merges all of them (threadfence
+    // reduction): each block makes its partial visible, then counts itself in.
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    const size_t qh_idx = (size_t)r * n_head + h;
+    if (threadIdx.x == 0) last = atomicAdd(done + qh_idx, 1u) == (u32)ns - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    combine_head(part, ml, ns, qh_idx * max_splits, head_dim_v, qh_idx * head_dim_v, out, gate, q8, ds8);
+    if (threadIdx.x == 0) done[qh_idx] = 0;  // ready for the next call (and graph replay)
 }
 
-// gate (may be null): out *= sigmoid(gate) (`Backend::attention_gated`). q8 / ds8 (may be null):
-// also quantize the row to q8_1 for the output projection; then the block must have exactly
-// head_dim_v threads, a multiple of 32.
-extern "C" __global__ void attn_combine(const float* __restrict__ part, const float2* __restrict__ ml,
-                                        const u32* __restrict__ pos, int n_head, int head_dim_v, int window,
-                                        int max_splits, int min_keys, float* __restrict__ out,
-                                        const float* __restrict__ gate, i8* __restrict__ q8,
-                                        float2* __restrict__ ds8) {
-    pdl_begin_small();
-    __shared__ float wsplit[MAX_SPLITS];
-    const int h = blockIdx.x, r = blockIdx.y;
-    int first, n;
-    visible(pos[r], window, &first, &n);
-    const int ns = splits_for(n, max_splits, min_keys);
-    const size_t base = ((size_t)r * n_head + h) * max_splits;
-    // Every split's weight exp(m_s - max) / sum, once, in shared memory.
-    float mx = NEG_INF;
-    for (int s = 0; s < ns; ++s) mx = fmaxf(mx, ml[base + s].x);
-    float lsum = 0.0f;
-    for (int s = 0; s < ns; ++s) {
-        const float2 v = ml[base + s];
-        if (v.x != NEG_INF) lsum += v.y * expf(v.x - mx);
-    }
-    const float inv = 1.0f / lsum;
-    for (int s = threadIdx.x; s < ns; s += blockDim.x) {
-        const float2 v = ml[base + s];
-        wsplit[s] = v.x == NEG_INF ? 0.0f : expf(v.x - mx);
-    }
-    __syncthreads();
-    for (int d = threadIdx.x; d < head_dim_v; d += blockDim.x) {
-        float o = 0.0f;
-        for (int s = 0; s < ns; ++s) o += part[(base + s) * head_dim_v + d] * wsplit[s];
-        const size_t e = ((size_t)r * n_head + h) * head_dim_v + d;
-        float y = o * inv;
-        if (gate) y *= 1.0f / (1.0f + expf(-gate[e]));
-        out[e] = y;
-        if (q8) quantize_lane_q8(y, e, q8, ds8);
-    }
-}

@@ -114,6 +114,9 @@ pub struct CudaBackend {
     /// Attention partial max and sum: `(parts)` `float2`.
     pub(crate) ml: DevMem,
     pub(crate) parts: usize,
+    /// Per query row and head, how many attention splits have finished (`u32`, zero between
+    /// launches: the last split resets it).
+    pub(crate) attn_done: DevMem,
     pub(crate) decode_splits: usize,
     pub(crate) tokens: Mirror,
     pub(crate) positions: Mirror,
@@ -178,6 +181,7 @@ impl CudaBackend {
             ads: gpu.alloc(ads_bytes)?,
             part: gpu.alloc(part_bytes)?,
             ml: gpu.alloc(parts * 8)?,
+            attn_done: gpu.alloc(cap.chunk.checked_mul(cap.n_head).ok_or(ovf)? * 4)?,
             parts,
             decode_splits,
             tokens: Mirror::new(&gpu, cap.chunk)?,
@@ -227,6 +231,7 @@ impl CudaBackend {
             &self.ads,
             &self.part,
             &self.ml,
+            &self.attn_done,
             &self.kv,
         ]
         .iter()

@@ -133,7 +133,7 @@ mod tests {
             "GEMV_Q(gemv_q5_k",
             "gemv_q6_k_r1",
             "attn_split",
-            "attn_combine",
+            "combine_head",
             "argmax_f32",
         ] {
             assert!(p.contains(name), "{name} missing");

@@ -68,7 +68,6 @@ pub(crate) struct Fns {
     pub argmax: CudaFunction,
     pub kv_store: CudaFunction,
     pub attn_split: CudaFunction,
-    pub attn_combine: CudaFunction,
     pub copy_u128: CudaFunction,
 }
 
@@ -117,7 +116,6 @@ impl Fns {
             argmax: f("argmax_f32")?,
             kv_store: f("kv_store_f16")?,
             attn_split: f("attn_split")?,
-            attn_combine: f("attn_combine")?,
             copy_u128: f("copy_u128")?,
         })
     }

@@ -480,6 +480,19 @@ impl CudaBackend {
             Some(w) => i32::try_from(w).map_err(|_| CudaError::TooLarge)?.max(1),
             None => 0,
         };
+        // The last split of each query and head merges the partials, gates, and quantizes the
+        // output for the output projection when each head is whole warps.
+        let cols = p.n_head * p.head_dim_v;
+        let q8 = p.head_dim_v.is_multiple_of(32) && cols <= self.cap.max_cols;
+        let (aq, ads) = if q8 {
+            (self.aq.ptr(), self.ads.ptr())
+        } else {
+            (0, 0)
+        };
+        let gp = match gate {
+            Some(g) => self.at(g)?,
+            None => 0,
+        };
         let fns = self.gpu.fns();
         let split_args = [
             Arg::P(qp),
@@ -500,47 +513,17 @@ impl CudaBackend {
             Arg::int(MIN_KEYS_PER_SPLIT)?,
             Arg::P(self.part.ptr()),
             Arg::P(self.ml.ptr()),
+            Arg::P(self.attn_done.ptr()),
+            Arg::P(op),
+            Arg::P(gp),
+            Arg::P(aq),
+            Arg::P(ads),
         ];
         self.gpu.launch(
             raw(&fns.attn_split),
             (p.n_head as u32, splits as u32, rows as u32),
             128,
             &split_args,
-        )?;
-        // The combine also gates, and quantizes its output for the output projection when each
-        // head is whole warps (one thread per value).
-        let cols = p.n_head * p.head_dim_v;
-        let q8 =
-            p.head_dim_v.is_multiple_of(32) && p.head_dim_v <= 1024 && cols <= self.cap.max_cols;
-        let (aq, ads) = if q8 {
-            (self.aq.ptr(), self.ads.ptr())
-        } else {
-            (0, 0)
-        };
-        let gp = match gate {
-            Some(g) => self.at(g)?,
-            None => 0,
-        };
-        let combine_args = [
-            Arg::P(self.part.ptr()),
-            Arg::P(self.ml.ptr()),
-            Arg::P(self.positions.dev.ptr()),
-            Arg::int(p.n_head)?,
-            Arg::int(p.head_dim_v)?,
-            Arg::I(window),
-            Arg::int(splits)?,
-            Arg::int(MIN_KEYS_PER_SPLIT)?,
-            Arg::P(op),
-            Arg::P(gp),
-            Arg::P(aq),
-            Arg::P(ads),
-        ];
-        let threads = if q8 { p.head_dim_v as u32 } else { 128 };
-        self.gpu.launch(
-            raw(&fns.attn_combine),
-            (p.n_head as u32, rows as u32, 1),
-            threads,
-            &combine_args,
         )?;
         if q8 {
             self.qx = Some((op, rows, cols));

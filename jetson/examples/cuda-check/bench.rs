@@ -215,19 +215,8 @@ pub fn run(
             n => launch += &format!(" multi-GEMV/{n}"),
         }
         for (mode, graph) in [("eager", false), ("graph", true)] {
-            let mut tok = tokens.last().copied().unwrap_or(0);
-            // Warm-up step (captures the graph), not timed.
-            tok = m
-                .decode_step(0, tok, prefill as u32, graph)
-                .map_err(|e| format!("{e:?}"))?;
-            let t = Instant::now();
-            for s in 1..steps {
-                tok = m
-                    .decode_step(0, tok, (prefill + s) as u32, graph)
-                    .map_err(|e| format!("{e:?}"))?;
-            }
-            let secs = t.elapsed().as_secs_f64();
-            let tps = (steps - 1) as f64 / secs;
+            let first = tokens.last().copied().unwrap_or(0);
+            let tps = 1e3 / decode_ms(&mut m, first, prefill, steps, graph)?;
             let eff = per_tok * tps;
             println!(
             "  decode ({mode}, {launch} launches): {tps:.1} tok/s, {:.2} ms/tok, {:.0} GB/s effective = {:.1}% of measured HBM",
@@ -275,7 +264,7 @@ pub fn run(
         "norm_add_rmsnorm_f32",
         "norm_add_rmsnorm_q8_f32",
     ];
-    const ATTN: &[&str] = &["attn_split", "attn_combine"];
+    const ATTN: &[&str] = &["attn_split"];
     const PREP: &[&str] = &["attn_inputs"];
     const ACT: &[&str] = &["gated_act_q8", "gated_silu_f32", "gated_gelu_tanh_f32"];
     const QUANT: &[&str] = &["quantize_q8_1"];
@@ -294,7 +283,7 @@ pub fn run(
         ("nothing", &[]),
         ("GEMVs", GEMVS),
         ("norms", NORMS),
-        ("attention split+combine", ATTN),
+        ("attention", ATTN),
         ("Q/K norm+RoPE+KV store", PREP),
         ("gated activation", ACT),
         ("activation quantize", QUANT),
@@ -305,18 +294,13 @@ pub fn run(
         for (name, kernels) in classes {
             gpu.set_skipped(kernels).map_err(|e| e.to_string())?;
             m.drop_graph();
-            let mut tok = tokens.last().copied().unwrap_or(0) % spec.n_vocab as u32;
-            tok = m
-                .decode_step(0, tok, prefill as u32, true)
-                .map_err(|e| format!("{e:?}"))?;
-            let t = Instant::now();
-            for s in 1..steps {
-                // The skipped kernels leave garbage logits; any in-range token will do.
-                tok = m
-                    .decode_step(0, tok % spec.n_vocab as u32, (prefill + s) as u32, true)
-                    .map_err(|e| format!("{e:?}"))?;
-            }
-            let ms = t.elapsed().as_secs_f64() * 1e3 / (steps - 1) as f64;
+            let ms = decode_ms(
+                &mut m,
+                tokens.last().copied().unwrap_or(0),
+                prefill,
+                steps,
+                true,
+            )?;
             if name == "nothing" {
                 full_ms = ms;
             }
@@ -335,6 +319,27 @@ pub fn run(
     gpu.set_skipped(&[]).map_err(|e| e.to_string())?;
     m.drop_graph();
     Ok(())
+}
+
+/// Milliseconds a greedy decode step takes, from position `prefill` on: one untimed warm-up step
+/// (which captures the graph when `graph`), then the mean of `steps - 1` steps.
+fn decode_ms(
+    m: &mut CudaModel<'_, '_>,
+    first: u32,
+    prefill: usize,
+    steps: usize,
+    graph: bool,
+) -> Result<f64, String> {
+    let mut tok = m
+        .decode_step(0, first, prefill as u32, graph)
+        .map_err(|e| format!("{e:?}"))?;
+    let t = Instant::now();
+    for s in 1..steps {
+        tok = m
+            .decode_step(0, tok, (prefill + s) as u32, graph)
+            .map_err(|e| format!("{e:?}"))?;
+    }
+    Ok(t.elapsed().as_secs_f64() * 1e3 / (steps - 1).max(1) as f64)
 }
 
 /// Each distinct weight of layer 0 and the output head as a one-row GEMV on its own, repeated:
