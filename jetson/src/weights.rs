@@ -47,6 +47,47 @@ pub fn repack_q6k_row(src: &[u8], dst: &mut [u8]) {
     pad.fill(0);
 }
 
+/// Repacks whole Q6_K rows (`src`: rows of `file_row` bytes) into `dst` (rows of `row_bytes`,
+/// [`device_row_bytes`]) with [`repack_q6k_row`], spread over up to `threads` threads (the
+/// repacking is a byte shuffle bound by memory bandwidth, which one core does not fill). `dst`
+/// must hold as many rows as `src`.
+pub fn repack_q6k_rows(
+    src: &[u8],
+    file_row: usize,
+    dst: &mut [u8],
+    row_bytes: usize,
+    threads: usize,
+) {
+    if file_row == 0 {
+        return;
+    }
+    let rows = src.len() / file_row;
+    // Below about 1 MiB a thread, starting it costs more than it saves.
+    let threads = threads.min(src.len() >> 20).clamp(1, rows.max(1));
+    let per = rows.div_ceil(threads).max(1);
+    let work = |s: &[u8], d: &mut [u8]| {
+        for (a, b) in s.chunks_exact(file_row).zip(d.chunks_exact_mut(row_bytes)) {
+            repack_q6k_row(a, b);
+        }
+    };
+    if threads == 1 {
+        return work(src, dst);
+    }
+    std::thread::scope(|sc| {
+        for (s, d) in src
+            .chunks(per * file_row)
+            .zip(dst.chunks_mut(per * row_bytes))
+        {
+            sc.spawn(move || work(s, d));
+        }
+    });
+}
+
+/// Threads [`DeviceWeights::add`] repacks Q6_K rows with: the host's parallelism, at most 16.
+fn repack_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
+}
+
 /// One uploaded tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceTensor {
@@ -114,6 +155,7 @@ impl DeviceWeights {
         let mem = gpu.alloc(total)?;
         // Staging for repacked Q6_K rows, shared by every such tensor of this call.
         let mut buf: Vec<u8> = Vec::new();
+        let threads = repack_threads();
         for (id, off) in offs {
             // The id is in `tensors` (it was collected from there).
             let Some(t) = tensors.iter().find(|t| t.id == id) else {
@@ -130,12 +172,7 @@ impl DeviceWeights {
                 buf.resize(rows_per.min(t.rows) * row_bytes, 0);
                 for (i, rows) in t.data.chunks(rows_per * file_row).enumerate() {
                     let n = rows.len() / file_row;
-                    for (src, dst) in rows
-                        .chunks_exact(file_row)
-                        .zip(buf.chunks_exact_mut(row_bytes))
-                    {
-                        repack_q6k_row(src, dst);
-                    }
+                    repack_q6k_rows(rows, file_row, &mut buf, row_bytes, threads);
                     let at = ptr + (i * rows_per * row_bytes) as u64;
                     gpu.upload(at, &buf[..n * row_bytes])?;
                 }
@@ -175,7 +212,7 @@ impl DeviceWeights {
 
 #[cfg(test)]
 mod tests {
-    use super::{device_row_bytes, repack_q6k_row, Q6K_BLOCK};
+    use super::{device_row_bytes, repack_q6k_row, repack_q6k_rows, Q6K_BLOCK};
     use glimmer_core::quant::GgmlType;
 
     #[test]
@@ -196,5 +233,35 @@ mod tests {
         assert!(dst[210 * nb..].iter().all(|&b| b == 0));
         // Other formats keep the file's rows.
         assert_eq!(device_row_bytes(GgmlType::Q4_K, 3744), 3744);
+    }
+
+    #[test]
+    fn threaded_repacking_matches_row_by_row() {
+        // 700 rows of 26 blocks (the 30B shape's 6656 columns): about 3.8 MB, so up to three
+        // threads take part; a ragged last share.
+        let (nb, rows) = (26, 700);
+        let file_row = nb * Q6K_BLOCK;
+        let row_bytes = device_row_bytes(glimmer_core::quant::GgmlType::Q6_K, file_row);
+        let mut x = 0x2545_f491_u32;
+        let src: Vec<u8> = (0..rows * file_row)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        let mut one = vec![0xAAu8; rows * row_bytes];
+        for (s, d) in src
+            .chunks_exact(file_row)
+            .zip(one.chunks_exact_mut(row_bytes))
+        {
+            repack_q6k_row(s, d);
+        }
+        for threads in [1, 2, 3, 7] {
+            let mut many = vec![0x55u8; rows * row_bytes];
+            repack_q6k_rows(&src, file_row, &mut many, row_bytes, threads);
+            assert!(one == many, "{threads} threads");
+        }
     }
 }

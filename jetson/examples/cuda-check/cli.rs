@@ -76,11 +76,66 @@ fn open_gpu() -> Result<std::sync::Arc<Gpu>, CudaError> {
 }
 
 /// Parses the command line and runs one subcommand.
+/// Host-side Q6_K repacking throughput (no GPU): `--mib N` of 6656-column Q6_K rows (the 30B
+/// shape's FFN down and output head) repacked on one thread and on all, each the best of
+/// three, beside a plain copy of the same bytes on one thread measured in the same run.
+fn repack(args: &[String]) -> Result<(), String> {
+    use glimmer_jetson::{device_row_bytes, repack_q6k_rows};
+    use std::time::Instant;
+    let mib = num(args, "--mib", 512)?;
+    let file_row = 26 * 210;
+    let row_bytes = device_row_bytes(GgmlType::Q6_K, file_row);
+    let rows = (mib << 20) / file_row;
+    let src: Vec<u8> = (0..rows * file_row).map(|i| (i * 131 + 7) as u8).collect();
+    let mut dst = vec![0u8; rows * row_bytes];
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
+    let mut timed = |f: &mut dyn FnMut(&mut [u8])| -> f64 {
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let t = Instant::now();
+            f(&mut dst);
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        best
+    };
+    let copy = timed(&mut |d| d[..src.len()].copy_from_slice(&src));
+    let one = timed(&mut |d| repack_q6k_rows(&src, file_row, d, row_bytes, 1));
+    let all = timed(&mut |d| repack_q6k_rows(&src, file_row, d, row_bytes, threads));
+    let gbs = |s: f64| src.len() as f64 / s / 1e9;
+    println!(
+        "repack {:.0} MiB of Q6_K rows ({rows} rows of 6656 columns):",
+        src.len() as f64 / (1 << 20) as f64
+    );
+    println!("  plain copy, 1 thread:      {:6.2} GB/s", gbs(copy));
+    println!(
+        "  repack, 1 thread:          {:6.2} GB/s = {:.2}x the copy",
+        gbs(one),
+        copy / one
+    );
+    println!(
+        "  repack, {threads:2} threads:        {:6.2} GB/s = {:.2}x the copy",
+        gbs(all),
+        copy / all
+    );
+    println!(
+        "SUMMARY|repack|{threads} threads|{:.2} GB/s|1 thread {:.2} GB/s, copy {:.2} GB/s",
+        gbs(all),
+        gbs(one),
+        gbs(copy)
+    );
+    Ok(())
+}
+
 pub fn main_impl() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cmd = args.first().cloned().unwrap_or_default();
-    if cmd == "synth" {
-        return match synth(&args) {
+    if cmd == "synth" || cmd == "repack" {
+        let r = if cmd == "synth" {
+            synth(&args)
+        } else {
+            repack(&args)
+        };
+        return match r {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -89,7 +144,7 @@ pub fn main_impl() -> ExitCode {
         };
     }
     if !["ops", "e2e", "bench", "trace"].contains(&cmd.as_str()) {
-        eprintln!("usage: cuda-check synth|ops|e2e|bench|trace ... (see the source header)");
+        eprintln!("usage: cuda-check synth|repack|ops|e2e|bench|trace ... (see the source header)");
         return ExitCode::FAILURE;
     }
     let gpu = match open_gpu() {

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cuda-check synth  --out PATH [--full] [--type q8_0|q4_k_m|...]   write a synthetic Glimmer GGUF
+//! cuda-check repack [--mib N]                                       Q6_K upload repacking speed (no GPU)
 //! cuda-check ops    [--seed N]                                      every kernel vs the CPU backend
 //! cuda-check e2e    --model PATH [--tokens N]                        top-1 vs the CPU engine
 //! cuda-check bench  --model PATH [--prefill N] [--steps N] [--bw-gib N]
