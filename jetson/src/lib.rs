@@ -22,14 +22,20 @@
 //! What keeps a decode step short (measured in BENCHMARKS.md):
 //! - **Programmatic dependent launch** (Hopper and later, [`Gpu::pdl`]): each kernel may start
 //!   while the previous one finishes and waits for it in `pdl_begin()`; the GEMVs prefetch their
-//!   first weight lines into L2 before that wait.
+//!   first weight lines into L2 before that wait, and the small kernels between them let the
+//!   next launch before they wait (`pdl_begin_small()`), so a GEMV after a norm prefetches too.
 //! - **Fused per-layer ops**: [`glimmer_core::exec::Backend::attn_inputs`] (Q/K norms, RoPE
 //!   and the KV store), `norm_add_rmsnorm` (post-norm, residual add, next norm),
-//!   `attention_gated`, and the gated FFN activation each run as one launch, and the norms,
-//!   the attention combine and the activation also quantize their output for the matmul that
-//!   reads it next: 14 launches a layer of the Glimmer shape.
-//! - **Per-shape GEMV kernels**: one or two rows a warp, warp teams for long rows, and the
-//!   activation row staged in shared memory for many short rows ([`auto_smem`]).
+//!   `attention_gated` (split-K, the last split merging), and the gated FFN activation each run
+//!   as one launch, and the norms, the attention and the activation also quantize their output
+//!   for the matmul that reads it next.
+//! - **Several matrices a launch**: at batch sizes under eight, `matmul_many` runs Q, K, V and
+//!   the attention gate, or the FFN gate and up, as one grid-stride launch (`gemv_k_multi`,
+//!   [`CudaBackend::gemv_multi`]), and single Q4_K / Q6_K matrices take the same kernel. With
+//!   the above, a layer of the Glimmer shape is 9 launches.
+//! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
+//!   warp, warp teams for long rows, and the activation row staged in shared memory for many
+//!   short rows ([`auto_smem`]).
 //!
 //! Everything returns [`CudaError`]; without a driver, [`Gpu::open`] returns
 //! [`CudaError::NoDriver`]. On macOS (no CUDA) the crate holds only the error type.
