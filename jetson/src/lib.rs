@@ -72,7 +72,7 @@ pub use ops::{auto_smem, WIDE_ROWS};
 #[cfg(not(target_os = "macos"))]
 pub use runner::{CudaForwardError, CudaModel};
 #[cfg(not(target_os = "macos"))]
-pub use weights::{device_row_bytes, repack_q6k_rows, DeviceTensor, DeviceWeights};
+pub use weights::{device_row_bytes, repack_q6k_row, repack_q6k_rows, DeviceTensor, DeviceWeights};
 
 /// Whether this build can drive a CUDA device at all (false on macOS, where every entry point
 /// is absent and only [`CudaError`] remains).
