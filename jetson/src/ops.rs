@@ -140,6 +140,9 @@ impl CudaBackend {
         if ws.len() != outs.len() {
             return Err(CudaError::BadRegion);
         }
+        if rows > self.cap.chunk {
+            return Err(CudaError::TooLarge);
+        }
         let mut d = [None; SEGS];
         for (slot, w) in d.iter_mut().zip(ws) {
             let t = self.weight(w)?;
