@@ -1,6 +1,10 @@
 //! End to end on the real models: the GPU backend's top-1 token agrees with the CPU backend's
 //! at every position, for a prompt prefilled as one chunk (every row's logits) and for
-//! prompt tokens fed one at a time (the decode path). Prints the largest logit difference.
+//! prompt tokens fed one at a time (the decode path), except on a near-tie: where the CPU's
+//! own logits for the two picks lie within [`NEAR_TIE`] of its largest |logit|, summation
+//! order alone can decide (the CPU's order depends on the host's SIMD width: an AVX2-only
+//! host flips a SmolLM2 position whose CPU gap is 0.003 of max|logit|). Prints the largest
+//! logit difference and the near-tie flips.
 //! Two sequences interleaved in two session slots give, bit for bit, what each gives alone.
 
 mod common;
@@ -85,23 +89,39 @@ impl<'m, 'f> Gpu<'m, 'f> {
     }
 }
 
-/// Compares top-1 per row; returns the largest |logit| difference.
-fn agree(what: &str, cpu: &[f32], gpu: &[f32], nv: usize, first_pos: usize) -> f32 {
+/// A top-1 difference is a near-tie when the CPU's logits for the two tokens differ by less
+/// than this fraction of its largest |logit| (the criterion of the CUDA end-to-end check).
+const NEAR_TIE: f32 = 0.02;
+
+/// Compares top-1 per row, allowing flips on near-ties only; returns the largest |logit|
+/// difference and the number of near-tie flips.
+fn agree(what: &str, cpu: &[f32], gpu: &[f32], nv: usize, first_pos: usize) -> (f32, usize) {
     let mut worst = 0f32;
+    let mut ties = 0;
     for (r, (c, g)) in cpu.chunks_exact(nv).zip(gpu.chunks_exact(nv)).enumerate() {
         let (tc, tg) = (argmax(c).unwrap(), argmax(g).unwrap());
         let d = c.iter().zip(g).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
         worst = worst.max(d);
-        assert_eq!(
-            tc,
-            tg,
-            "{what}: position {} top-1 cpu {tc} ({}) gpu {tg} ({}), max_diff {d}",
+        if tc == tg {
+            continue;
+        }
+        let max_abs = c.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let gap = c[tc as usize] - c[tg as usize];
+        assert!(
+            gap < NEAR_TIE * max_abs,
+            "{what}: position {} top-1 cpu {tc} ({}) gpu {tg} ({}): the CPU's gap {gap} is not a near-tie (max |logit| {max_abs}), max_diff {d}",
             first_pos + r,
             c[tc as usize],
             g[tg as usize]
         );
+        eprintln!(
+            "{what}: position {} flips on a near-tie: cpu {tc}, gpu {tg}, CPU gap {:.4} of max |logit|",
+            first_pos + r,
+            gap / max_abs
+        );
+        ties += 1;
     }
-    worst
+    (worst, ties)
 }
 
 fn check_model(name: &str, prompts: [&str; 2]) {
@@ -126,19 +146,21 @@ fn check_model(name: &str, prompts: [&str; 2]) {
     let mut c = vec![0.0; a.len() * nv];
     cpu.forward(&a, LogitRows::All, &mut c).unwrap();
     let g = gpu.forward(&a, LogitRows::All);
-    let d1 = agree(&format!("{name} prefill"), &c, &g, nv, 0);
+    let (d1, t1) = agree(&format!("{name} prefill"), &c, &g, nv, 0);
 
     // Prompt 2 one token at a time, after prompt 1 (positions continue).
     let b = loaded.tokenizer.encode(prompts[1], false, false).unwrap();
-    let mut d2 = 0f32;
+    let (mut d2, mut t2) = (0f32, 0);
     let mut lc = vec![0.0; nv];
     for (i, &t) in b.iter().enumerate() {
         cpu.forward(&[t], LogitRows::Last, &mut lc).unwrap();
         let lg = gpu.forward(&[t], LogitRows::Last);
-        d2 = d2.max(agree(&format!("{name} decode"), &lc, &lg, nv, a.len() + i));
+        let (d, ties) = agree(&format!("{name} decode"), &lc, &lg, nv, a.len() + i);
+        d2 = d2.max(d);
+        t2 += ties;
     }
     eprintln!(
-        "{name}: prefill {} positions max_diff {d1}, decode {} positions max_diff {d2}",
+        "{name}: prefill {} positions max_diff {d1} ({t1} near-tie flips), decode {} positions max_diff {d2} ({t2} near-tie flips)",
         a.len(),
         b.len()
     );
