@@ -93,3 +93,76 @@ fn vec(
         a1[p.out_off + r] = t[0];
     }
 }
+
+// One weight row per invocation, LANE_ROWS rows a workgroup: the layout for CPU adapters
+// (lavapipe), where invocations are the SIMD lanes of one core and every workgroup costs a
+// fixed setup (tens of µs) that 4-row workgroups pay 16 times as often. Each invocation
+// dequantizes its row's units once and dots them with the NB activation rows of group z; no
+// reduction across invocations.
+const LANE_ROWS: u32 = 64u;
+
+// The activations as 16-byte words (binding 2, which common.wgsl declares as `a0`; an entry
+// point uses one of the two). `main_rows` reads them through it, four values a load, so it
+// takes activations that start on a 4-value boundary (others take `main`).
+@group(0) @binding(2) var<storage, read_write> a0v: array<vec4<f32>>;
+
+@compute @workgroup_size(64)
+fn main_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
+) {
+    SG_INIT
+    let r = flat_wg(wid, nwg) * LANE_ROWS + lid;
+    if (r >= p.rows) {
+        return;
+    }
+    let b0 = wid.z * NB;
+    let nb = min(NB, p.batch - b0);
+    let rb = p.w_base + r * p.row_bytes;
+    var acc = vec4<f32>(0.0);
+    for (var u = 0u; u < p.cols / 32u; u = u + 1u) {
+        deq_unit(rb, u);
+        for (var b = 0u; b < nb; b = b + 1u) {
+            let xo = (p.x_off + (b0 + b) * p.cols + u * 32u) >> 2u;
+            var s = vec4<f32>(0.0);
+            for (var i = 0u; i < 8u; i = i + 1u) {
+                let d = vec4<f32>(dq[4u * i], dq[4u * i + 1u], dq[4u * i + 2u], dq[4u * i + 3u]);
+                s = s + d * a0v[xo + i];
+            }
+            acc[b] = acc[b] + hsum4(s);
+        }
+    }
+    for (var b = 0u; b < nb; b = b + 1u) {
+        a1[p.out_off + (b0 + b) * p.out_stride + r] = acc[b];
+    }
+}
+
+// One activation row on the CPU-adapter layout: the row goes through workgroup memory as in
+// `vec`, and each invocation dots its whole weight row with `dot_unit`.
+@compute @workgroup_size(64)
+fn vec_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32> SG_ARGS
+) {
+    SG_INIT
+    let r = flat_wg(wid, nwg) * LANE_ROWS + lid;
+    let rb = p.w_base + min(r, p.rows - 1u) * p.row_bytes;
+    var s = 0.0;
+    for (var c0 = 0u; c0 < p.cols; c0 = c0 + XS_CHUNK) {
+        let n = min(XS_CHUNK, p.cols - c0);
+        for (var i = lid; i < n / 4u; i = i + 64u) {
+            let o = p.x_off + c0 + 4u * i;
+            xs[i] = vec4<f32>(a0[o], a0[o + 1u], a0[o + 2u], a0[o + 3u]);
+        }
+        workgroupBarrier();
+        for (var u = 0u; u < n / 32u; u = u + 1u) {
+            s = s + dot_unit(rb, c0 / 32u + u, u * 32u);
+        }
+        workgroupBarrier();
+    }
+    if (r < p.rows) {
+        a1[p.out_off + r] = s;
+    }
+}

@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release -p glimmer-apple --example gpu_bench -- MODEL.gguf \
 //!     [--tokens 128] [--prompt 64] [--ctx 2048] [--bandwidth-gbs 4800] [--kv f16|f32] [--no-subgroups] [--no-int-dot]
+//!     [--row-per-lane | --no-row-per-lane]
 //!     [--profile] [--gpu-times]
 //! ```
 //! With `--profile`, a further 8 decode steps run with a wait after every backend op, and
@@ -35,6 +36,7 @@ struct Args {
     kv: GpuKvType,
     subgroups: bool,
     int_dot: bool,
+    row_per_lane: Option<bool>,
     profile: bool,
     gpu_times: bool,
 }
@@ -50,6 +52,7 @@ fn parse() -> Result<Args, String> {
         kv: GpuKvType::F16,
         subgroups: true,
         int_dot: true,
+        row_per_lane: None,
         profile: false,
         gpu_times: false,
     };
@@ -75,6 +78,8 @@ fn parse() -> Result<Args, String> {
             }
             "--no-subgroups" => a.subgroups = false,
             "--no-int-dot" => a.int_dot = false,
+            "--row-per-lane" => a.row_per_lane = Some(true),
+            "--no-row-per-lane" => a.row_per_lane = Some(false),
             _ if a.model.as_os_str().is_empty() => a.model = PathBuf::from(s),
             _ => return Err(format!("unexpected argument {s}")),
         }
@@ -82,7 +87,8 @@ fn parse() -> Result<Args, String> {
     if a.model.as_os_str().is_empty() {
         return Err(
             "usage: gpu_bench MODEL.gguf [--tokens N] [--prompt N] [--ctx N] \
-                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups] [--no-int-dot] [--profile] [--gpu-times]"
+                    [--bandwidth-gbs GB/s] [--kv f16|f32] [--no-subgroups] [--no-int-dot]
+//!     [--row-per-lane | --no-row-per-lane] [--profile] [--gpu-times]"
                 .into(),
         );
     }
@@ -108,13 +114,15 @@ fn run(a: Args) -> Result<(), String> {
     let ctx = GpuContext::new(GpuOptions {
         subgroups: a.subgroups,
         int_dot: a.int_dot,
+        row_per_lane: a.row_per_lane,
     })
     .map_err(|e| e.to_string())?;
     println!(
-        "adapter: {} (subgroups: {}, Q4_K int8 dot: {})",
+        "adapter: {} (subgroups: {}, Q4_K int8 dot: {}, one row per lane: {})",
         ctx.describe(),
         ctx.uses_subgroups(),
-        ctx.uses_int_dot()
+        ctx.uses_int_dot(),
+        ctx.uses_row_per_lane()
     );
     let limits = Limits {
         chunk: a.prompt.min(256),

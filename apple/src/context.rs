@@ -14,6 +14,13 @@ pub struct GpuOptions {
     /// builds it from shifts and multiplies. When `false`, or when the scratch is too small,
     /// the float form (`vec_k`) runs.
     pub int_dot: bool,
+    /// Matmuls with one weight row per invocation, 64 rows a workgroup (`main_rows`,
+    /// `vec_rows` in shaders/matmul.wgsl), instead of 16 invocations a row. `None` picks it
+    /// on CPU adapters (lavapipe), where invocations are SIMD lanes of one core and each
+    /// workgroup has a fixed cost of tens of µs, so 16 times fewer workgroups is what
+    /// matters; GPUs keep the 16-lane rows, which spread short rows over more threads.
+    /// When on, the int8 matvecs are off.
+    pub row_per_lane: Option<bool>,
 }
 
 impl Default for GpuOptions {
@@ -21,6 +28,7 @@ impl Default for GpuOptions {
         Self {
             subgroups: true,
             int_dot: true,
+            row_per_lane: None,
         }
     }
 }
@@ -34,6 +42,8 @@ pub struct GpuContext {
     pub(crate) subgroups: bool,
     /// See [`GpuOptions::int_dot`].
     pub(crate) int_dot: bool,
+    /// See [`GpuOptions::row_per_lane`] (resolved against the adapter).
+    pub(crate) row_per_lane: bool,
     /// Whether dispatches can be timed (`TIMESTAMP_QUERY` was granted).
     pub(crate) timestamps: bool,
 }
@@ -80,13 +90,17 @@ impl GpuContext {
         };
         let (device, queue) = pollster::block_on(adapter.request_device(&ddesc))
             .map_err(|_| GpuError::RequestDevice)?;
+        let row_per_lane = opts
+            .row_per_lane
+            .unwrap_or(info.device_type == wgpu::DeviceType::Cpu);
         Ok(GpuContext {
+            row_per_lane,
             device,
             queue,
             limits,
             info,
             subgroups,
-            int_dot: opts.int_dot,
+            int_dot: opts.int_dot && !row_per_lane,
             timestamps,
         })
     }
@@ -104,6 +118,11 @@ impl GpuContext {
     /// Whether Q4_K decode matvecs use int8 activations ([`GpuOptions::int_dot`]).
     pub fn uses_int_dot(&self) -> bool {
         self.int_dot
+    }
+
+    /// Whether matmuls take one weight row per invocation ([`GpuOptions::row_per_lane`]).
+    pub fn uses_row_per_lane(&self) -> bool {
+        self.row_per_lane
     }
 
     /// Whether the adapter is a CPU implementation (lavapipe, llvmpipe).

@@ -16,6 +16,9 @@ const SPLIT_MAX: usize = 256;
 const SPLIT_PREF: usize = 64;
 /// Output rows one matmul workgroup computes (`RPW` in matmul.wgsl).
 const MATMUL_ROWS_PER_GROUP: usize = 4;
+/// Output rows one matmul workgroup computes on the CPU-adapter layout (`LANE_ROWS` in
+/// matmul.wgsl; [`crate::GpuOptions::row_per_lane`]).
+const MATMUL_LANE_ROWS: usize = 64;
 /// Values of a row one argmax workgroup scans in the two-stage argmax (`CHUNK` in argmax.wgsl).
 const ARGMAX_CHUNK: usize = 1024;
 /// Widest head the attention kernel holds (`qs` in attention.wgsl).
@@ -177,6 +180,9 @@ impl Backend for GpuBackend {
         }
         let (sx, ox) = self.at(x)?;
         let (so, oo) = self.at(out)?;
+        // The one-row-per-invocation layout (CPU adapters); `main_rows` reads the activations
+        // as 16-byte words, so a batch that starts off a 4-value boundary takes `main`.
+        let lanes = self.ctx.row_per_lane && (rows == 1 || ox % 4 == 0);
         // Q4_K and Q6_K decode on int8 activations: the row is quantized into `part` once,
         // and the matvecs that follow on the same row (Q, K, V; gate, up) reuse it.
         let int8 = rows == 1
@@ -207,11 +213,18 @@ impl Backend for GpuBackend {
                 u(rows)?,
             ];
             let z = u(rows.div_ceil(4))?;
-            let n = u(pc.rows.div_ceil(MATMUL_ROWS_PER_GROUP))?;
+            let per_group = if lanes {
+                MATMUL_LANE_ROWS
+            } else {
+                MATMUL_ROWS_PER_GROUP
+            };
+            let n = u(pc.rows.div_ceil(per_group))?;
             // One activation row takes the fused dequantize-and-dot entry; Q4_K and Q6_K, with
             // the rows and activations 16-byte aligned, the entries reading 16-byte words.
             let aligned = pc.base % 16 == 0 && row_bytes % 16 == 0 && ox % 4 == 0;
             let entry = match (rows, ty) {
+                (1, _) if lanes => "vec_rows",
+                (_, _) if lanes => "main_rows",
                 (1, GgmlType::Q4_K | GgmlType::Q6_K) if int8 => "vec_k8",
                 (1, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "vec_k",
                 (_, GgmlType::Q4_K | GgmlType::Q6_K) if aligned => "mat_k",

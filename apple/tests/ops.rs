@@ -431,6 +431,7 @@ fn matvec_k_quants_aligned_and_unaligned_activations() {
     let mut ctxs = common::variants();
     ctxs.extend(common::gpu(glimmer_apple::GpuOptions {
         int_dot: false,
+        row_per_lane: Some(false),
         ..Default::default()
     }));
     for (vi, ctx) in ctxs.into_iter().enumerate() {
@@ -473,12 +474,15 @@ fn matvec_k_quants_aligned_and_unaligned_activations() {
 /// int8 row would give the product of the old values.
 #[test]
 fn int8_activations_follow_changes_to_the_row() {
-    let Some(ctx) = common::gpu(Default::default()) else {
+    // The 16-lane layout: the one-row-per-lane layout (a CPU adapter's default) has no int8
+    // matvecs.
+    let Some(ctx) = common::gpu(glimmer_apple::GpuOptions {
+        row_per_lane: Some(false),
+        ..Default::default()
+    }) else {
         return;
     };
-    if !ctx.uses_int_dot() {
-        return;
-    }
+    assert!(ctx.uses_int_dot());
     let mut p = Pair::new(ctx, 41);
     let (rows, cols) = (37, 9 * 256);
     let data = weights(&mut p.rng, GgmlType::Q4_K, rows, cols);

@@ -81,7 +81,9 @@ fn calls(t: &TurnLog) -> (Calls, Results) {
 
 /// One forced, constrained tool turn on a fresh session of `d`.
 fn tool_turn(d: &Daemon) -> (TurnLog, u64) {
-    let mut c = client(d);
+    // lavapipe (CI's Vulkan device, on 2 CPU cores) prefills this prompt in minutes, and the
+    // first frame comes only after it: the wait is for correctness, not speed.
+    let mut c = client_waiting(d, std::time::Duration::from_secs(900));
     let s = c
         .open_session(&constrained_opts(24, Some(&["read_temperature"])))
         .unwrap();

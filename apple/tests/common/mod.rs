@@ -19,21 +19,32 @@ pub fn gpu(opts: GpuOptions) -> Option<GpuContext> {
     }
 }
 
-/// Both reduction variants the adapter supports: workgroup memory, and subgroups if present.
+/// The kernel layouts the adapter supports, each on a device of its own: 16 invocations a
+/// matmul row with workgroup-memory reductions, the same with subgroup reductions (if the
+/// adapter has them), and one matmul row per invocation (`GpuOptions::row_per_lane`, what a
+/// CPU adapter picks by default).
 pub fn variants() -> Vec<GpuContext> {
     let mut v = Vec::new();
     if let Some(c) = gpu(GpuOptions {
         subgroups: false,
+        row_per_lane: Some(false),
         ..Default::default()
     }) {
         v.push(c);
         if let Some(c) = gpu(GpuOptions {
             subgroups: true,
+            row_per_lane: Some(false),
             ..Default::default()
         }) {
             if c.uses_subgroups() {
                 v.push(c);
             }
+        }
+        if let Some(c) = gpu(GpuOptions {
+            row_per_lane: Some(true),
+            ..Default::default()
+        }) {
+            v.push(c);
         }
     }
     v

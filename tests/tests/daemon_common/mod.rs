@@ -101,12 +101,16 @@ pub fn start(cfg: DaemonConfig) -> Daemon {
     Daemon::start(cfg, Arc::new(TestTools)).expect("daemon starts")
 }
 
-/// A client that said hello.
+/// A client that said hello, waiting at most 120 s for any one frame.
 pub fn client(d: &Daemon) -> Client {
+    client_waiting(d, Duration::from_secs(120))
+}
+
+/// A client that said hello, waiting at most `wait` for any one frame (a slow engine's
+/// prefill sends nothing until it ends).
+pub fn client_waiting(d: &Daemon, wait: Duration) -> Client {
     let mut c = Client::connect(d.socket()).expect("connect");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(120)))
-        .expect("timeout");
+    c.stream().set_read_timeout(Some(wait)).expect("timeout");
     c.hello("daemon-tests").expect("hello");
     c
 }
