@@ -95,6 +95,19 @@ fn tool_turn(d: &Daemon) -> (TurnLog, u64) {
     (t, fed)
 }
 
+/// The same short plain turn on two sessions open at once (the first over the slot the last
+/// closed session left, the second on another slot): `(first, second)`.
+fn short_turns(d: &Daemon) -> (TurnLog, TurnLog) {
+    let mut c = client_waiting(d, std::time::Duration::from_secs(900));
+    let a = c.open_session(&opts(4, Some(&[]))).unwrap();
+    let b = c.open_session(&opts(4, Some(&[]))).unwrap();
+    let ta = turn(&mut c, a, "Hi.");
+    let tb = turn(&mut c, b, "Hi.");
+    c.close_session(a).unwrap();
+    c.close_session(b).unwrap();
+    (ta, tb)
+}
+
 #[test]
 fn wgpu_daemon_makes_the_cpu_daemons_tool_call() {
     gpu_daemon_makes_the_cpu_daemons_tool_call(BackendKind::Wgpu);
@@ -127,10 +140,19 @@ fn gpu_daemon_makes_the_cpu_daemons_tool_call(kind: BackendKind) {
         g.done
     );
 
-    // The session's slot is free again: a new session reuses it over the old entries.
-    let (again, _) = tool_turn(&gpu);
-    assert_eq!(again.text, g.text, "a reused slot changed the reply");
-    assert_eq!(calls(&again).0, g_calls, "a reused slot changed the call");
+    // The session's slot is free again. Two sessions open together: the first takes the slot
+    // the tool turn left (free slots are a stack), over its entries, the second a slot never
+    // written. A shorter turn on each must give the same text: a decode that read any of the
+    // old entries past the new prompt would differ from one that reads the fresh slot.
+    let (reused, fresh) = short_turns(&gpu);
+    assert!(!reused.text.is_empty(), "the short turn said nothing");
+    assert!(
+        reused.done.tokens_in + reused.done.tokens_out < g.done.tokens_in,
+        "the short turn must end inside the old turn's entries: {:?} vs {:?}",
+        reused.done,
+        g.done
+    );
+    assert_eq!(reused.text, fresh.text, "a reused slot changed the reply");
     gpu.shutdown().unwrap();
 
     // The CPU backend, same prompt: the same call (name and arguments).
