@@ -18,11 +18,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo build -p glimmer-core --target thumbv7em-none-eabihf"
 cargo build -p glimmer-core --target thumbv7em-none-eabihf
 
-step "cargo check --workspace --target aarch64-unknown-linux-gnu"
-cargo check --workspace --target aarch64-unknown-linux-gnu
-
-step "cargo check --workspace --target aarch64-apple-darwin"
-cargo check --workspace --target aarch64-apple-darwin
+# Both aarch64 targets in one command: they share the host's build scripts and proc macros,
+# and their crates check in parallel.
+step "cargo check --workspace --target aarch64-unknown-linux-gnu --target aarch64-apple-darwin"
+cargo check --workspace --target aarch64-unknown-linux-gnu --target aarch64-apple-darwin
 
 step "cargo test --workspace --profile ci"
 cargo test --workspace --profile ci
