@@ -57,6 +57,15 @@ fn main(
     }
 }
 
+// The 64 invocations of a workgroup copy activations `c0 .. c0 + n` of the (one) activation
+// row into `xs`, as 16-byte words; the caller puts the barrier after it.
+fn stage_x(lid: u32, c0: u32, n: u32) {
+    for (var i = lid; i < n / 4u; i = i + 64u) {
+        let o = p.x_off + c0 + 4u * i;
+        xs[i] = vec4<f32>(a0[o], a0[o + 1u], a0[o + 2u], a0[o + 3u]);
+    }
+}
+
 // One activation row (decode): the same 4 rows × 16 invocations a workgroup. The row of
 // activations goes through workgroup memory `XS_CHUNK` values at a time (all 64 invocations
 // load a chunk, then each dots its units of the chunk with `dot_unit`, which dequantizes and
@@ -76,10 +85,7 @@ fn vec(
     let rb = p.w_base + min(r, p.rows - 1u) * p.row_bytes;
     for (var c0 = 0u; c0 < p.cols; c0 = c0 + XS_CHUNK) {
         let n = min(XS_CHUNK, p.cols - c0);
-        for (var i = lid; i < n / 4u; i = i + 64u) {
-            let o = p.x_off + c0 + 4u * i;
-            xs[i] = vec4<f32>(a0[o], a0[o + 1u], a0[o + 2u], a0[o + 3u]);
-        }
+        stage_x(lid, c0, n);
         workgroupBarrier();
         if (r < p.rows) {
             for (var u = lane; u < n / 32u; u = u + TPR) {
@@ -152,10 +158,7 @@ fn vec_rows(
     var s = 0.0;
     for (var c0 = 0u; c0 < p.cols; c0 = c0 + XS_CHUNK) {
         let n = min(XS_CHUNK, p.cols - c0);
-        for (var i = lid; i < n / 4u; i = i + 64u) {
-            let o = p.x_off + c0 + 4u * i;
-            xs[i] = vec4<f32>(a0[o], a0[o + 1u], a0[o + 2u], a0[o + 3u]);
-        }
+        stage_x(lid, c0, n);
         workgroupBarrier();
         for (var u = 0u; u < n / 32u; u = u + 1u) {
             s = s + dot_unit(rb, c0 / 32u + u, u * 32u);
