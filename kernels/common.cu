@@ -86,6 +86,28 @@ __device__ __forceinline__ void pdl_begin_small() {
 #endif
 }
 
+// 1: the GEMVs' 16-byte weight loads carry an L2 evict-first policy and skip L1 (each such
+// byte is read once a token), so the lines prefetched for the next GEMV and the activations
+// are the last to go; 0: plain read-only loads.
+#ifndef GEMV_STREAM_HINT
+#define GEMV_STREAM_HINT 0
+#endif
+
+// 16 bytes of weights at a 16-byte aligned `p` (see GEMV_STREAM_HINT).
+__device__ __forceinline__ uint4 ld_weights16(const void* p) {
+#if GEMV_STREAM_HINT && __CUDA_ARCH__ >= 800
+    uint4 v;
+    u64 pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p), "l"(pol));
+    return v;
+#else
+    return __ldg((const uint4*)p);
+#endif
+}
+
 // Starts fetching the 128-byte line at `p` into L2 (read-only data).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));

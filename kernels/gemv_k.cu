@@ -37,7 +37,7 @@ __device__ __forceinline__ ActChunk q4k_act(int c, int kb, const i8* __restrict_
 
 // The weight side of a Q4_K chunk (super-block at `b`) against its activations.
 __device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const ActChunk& a) {
-    const uint4 q = __ldg((const uint4*)(b + 16 + 16 * c));
+    const uint4 q = ld_weights16(b + 16 + 16 * c);
     const int p = c >> 1, half = c & 1;
     const u32 dd = __ldg((const u32*)b);
     const u16* s16 = (const u16*)(b + 4);
@@ -96,8 +96,8 @@ __device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int
     const int h = c >> 2, cc = c & 3;
     // 32-bit offsets (a row is far below 4 GiB): fewer registers than four plane pointers.
     const u32 ukb = (u32)kb, unb = (u32)nb;
-    const uint4 l4 = __ldg((const uint4*)(row + (128 * ukb + 16 * c)));
-    const uint4 h4 = __ldg((const uint4*)(row + (128 * unb + 64 * ukb + 32 * h + 16 * (cc & 1))));
+    const uint4 l4 = ld_weights16(row + (128 * ukb + 16 * c));
+    const uint4 h4 = ld_weights16(row + (128 * unb + 64 * ukb + 32 * h + 16 * (cc & 1)));
     const u32 so = 192 * unb + 16 * ukb + 8 * h + cc;
     const float sc0 = (float)(i8)__ldg(row + so);
     const float sc1 = (float)(i8)__ldg(row + so + 4);
@@ -302,6 +302,11 @@ __device__ __forceinline__ KSeg k_seg(int& g, const KSeg& s0, const KSeg& s1, co
 // and no partial last wave is left. Segment s (w_s, row bytes, rows, GGML type, output) owns
 // row pairs [e_{s-1}, e_s) of the `pairs` in all; unused segments have no pairs.
 // blockIdx.y is the activation row.
+// Bytes of its first rows each warp of gemv_k_multi prefetches into L2 before it waits on the
+// previous kernel (0: only the first line of each lane's first chunk, as the other GEMVs do).
+#ifndef GEMV_PREFETCH_BYTES
+#define GEMV_PREFETCH_BYTES 8192
+#endif
 #define K_MULTI_PARAMS                                                                          \
     int cols, const i8 *aq, const float2 *ads, int pairs, const u8 *w0, u64 rb0, int n0, int t0, \
         float *o0, int e0, const u8 *w1, u64 rb1, int n1, int t1, float *o1, int e1,             \
@@ -313,12 +318,33 @@ __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS) {
     const int wpb = blockDim.x >> 5;
     const int first = blockIdx.x * wpb + (threadIdx.x >> 5);
     const int stride = gridDim.x * wpb;
+#if GEMV_PREFETCH_BYTES > 0
+    // The first GEMV_PREFETCH_BYTES of this warp's rows, in the order it reads them, into L2
+    // before the wait: the HBM would otherwise idle while the norm, attention or activation
+    // kernel before this GEMV runs.
+    {
+        const int lane = threadIdx.x & 31;
+        int budget = GEMV_PREFETCH_BYTES;
+        for (int p = first; p < pairs && budget > 0; p += stride) {
+            int g = p;
+            const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
+            for (int r = 0; r < 2 && budget > 0 && 2 * g + r < s.n; ++r) {
+                const u8* base = s.w + (size_t)(2 * g + r) * s.rb;
+                const int take = (int)min((u64)budget, s.rb);
+                const u8* line = (const u8*)((size_t)base & ~(size_t)127);
+                for (const u8* a = line + 128 * lane; a < base + take; a += 32 * 128) prefetch_l2(a);
+                budget -= take;
+            }
+        }
+    }
+#else
     if (first < pairs) {
         int g = first;
         const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
         if (s.ty == T_Q4_K) k_rows_prefetch<T_Q4_K, 2>(s.w, s.rb, s.n, cols, 2 * g);
         else k_rows_prefetch<T_Q6_K, 2>(s.w, s.rb, s.n, cols, 2 * g);
     }
+#endif
     pdl_begin();
     const size_t ar = blockIdx.y;
     const i8* a = aq + ar * cols;

@@ -9,13 +9,16 @@
 // Values a thread keeps in registers on the fast path: the host sizes the block to about 8
 // values a thread, so rows up to 8192 wide take it.
 #define NORM_VALUES 8
+// 1: the fast path loads its gains before waiting on the previous kernel (0: after the sums).
+#ifndef NORM_PRELOAD
+#define NORM_PRELOAD 1
+#endif
 
 template <bool Q, bool ADD, bool PRE = false>
 __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __restrict__ w,
                                             float* out, int dim, float eps, i8* __restrict__ q,
                                             float2* __restrict__ ds, const float* __restrict__ pw = nullptr,
                                             float peps = 0.0f) {
-    pdl_begin_small();
     __shared__ double part[32];
     float* xr = x + (size_t)blockIdx.x * dim;
     float* yr = ADD ? y + (size_t)blockIdx.x * dim : nullptr;
@@ -23,7 +26,17 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
     const int t = threadIdx.x, bd = blockDim.x;
     if (dim <= NORM_VALUES * bd) {
         // Fast path: every load of the row is issued before the first use (a loop would wait
-        // for each load in turn), and nothing is read twice.
+        // for each load in turn), and nothing is read twice. The gains are weights, which no
+        // kernel writes: they are loaded before the wait on the previous kernel, so their
+        // trip to HBM overlaps its end instead of following the sums.
+        float wv[NORM_VALUES], pv[NORM_VALUES];
+#pragma unroll
+        for (int k = 0; k < NORM_VALUES; ++k) {
+            const int i = t + k * bd;
+            wv[k] = NORM_PRELOAD && w && i < dim ? w[i] : 1.0f;
+            pv[k] = NORM_PRELOAD && PRE && i < dim ? pw[i] : 1.0f;
+        }
+        pdl_begin_small();
         float xv[NORM_VALUES], yv[NORM_VALUES];
 #pragma unroll
         for (int k = 0; k < NORM_VALUES; ++k) {
@@ -40,7 +53,7 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
             for (int k = 0; k < NORM_VALUES; ++k) {
                 const int i = t + k * bd;
                 if (i < dim) {
-                    yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), pw[i]);
+                    yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), NORM_PRELOAD ? pv[k] : pw[i]);
                     yr[i] = yv[k];
                 }
             }
@@ -61,7 +74,7 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
             const int i = t + k * bd;
             if (i < dim) {
                 float v = __fmul_rn(xv[k], scale);
-                v = w ? __fmul_rn(v, w[i]) : v;
+                v = w ? __fmul_rn(v, NORM_PRELOAD ? wv[k] : w[i]) : v;
                 orow[i] = v;
                 // The warp holds the 32 values of one q8_1 block: quantize as quantize_q8_1
                 // does.
@@ -72,6 +85,7 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
     }
     // Wider rows: loops over the row (each loop gives a thread the same elements, so it reads
     // back only what it wrote).
+    pdl_begin_small();
     float yscale = 1.0f;
     if (PRE) {
         double sy = 0.0;

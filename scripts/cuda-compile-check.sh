@@ -9,6 +9,7 @@
 # on the kernels compared in session 7.
 #
 #   scripts/cuda-compile-check.sh [ARCH]     ARCH: compute capability digits, default 90
+#   GLIMMER_CUDA_DEFINES="NAME=V ..."        kernel tuning macros, as the backend reads them
 set -euo pipefail
 ARCH=${1:-90}
 TOOLS=${CUDA_TOOLS:-$HOME/.cache/glimmer/cuda-tools}
@@ -40,6 +41,7 @@ prog = ctypes.c_void_p()
 if lib.nvrtcCreateProgram(ctypes.byref(prog), open(src, "rb").read(), b"glimmer.cu", 0, None, None):
     sys.exit("nvrtcCreateProgram failed")
 opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17"]
+opts += [f"-D{d}".encode() for d in os.environ.get("GLIMMER_CUDA_DEFINES", "").split()]
 rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
 n = ctypes.c_size_t()
 lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))

@@ -13,6 +13,7 @@
 #      each kernel, the default none keeps them warm as in a real step) and on its GEMVs
 #      (occupancy, registers, DRAM throughput, warp stalls), where the machine's runtime lets
 #      ncu read the counters.
+# VARIANTS / ROUNDS / BENCH_ARGS: see step 2 below.
 # Logs go to $OUT; SKIP_CHECKS=1 skips step 1; NCU_GEMV=0 skips the GEMV sections of step 3;
 # STEPS and PREFILL size the bench.
 set -u
@@ -42,10 +43,22 @@ if [ "${SKIP_CHECKS:-0}" != 1 ]; then
 fi
 
 [ -s "$M/full.gguf" ] || step synth-full "$first" synth --out "$M/full.gguf" --full
-for c in "$B"/cuda-check*; do
-  TAIL=${BENCH_TAIL:-30} step "bench-$(basename "$c")" "$c" bench --model "$M/full.gguf" \
-    --prefill "${PREFILL:-512}" --steps "${STEPS:-128}" --bw-gib 4
-done
+# VARIANTS="name=DEFINES;name=DEFINES": the first binary benched once per entry, with
+# GLIMMER_CUDA_DEFINES=DEFINES (kernel tuning macros, no rebuild); ROUNDS repeats the list.
+if [ -n "${VARIANTS:-}" ]; then
+  for r in $(seq 1 "${ROUNDS:-1}"); do
+    IFS=';' read -ra vs <<< "$VARIANTS"
+    for v in "${vs[@]}"; do
+      TAIL=${BENCH_TAIL:-30} step "bench-${v%%=*}-r$r" env GLIMMER_CUDA_DEFINES="${v#*=}" "$first" bench \
+        --model "$M/full.gguf" --prefill "${PREFILL:-512}" --steps "${STEPS:-128}" --bw-gib 4 ${BENCH_ARGS:-}
+    done
+  done
+else
+  for c in "$B"/cuda-check*; do
+    TAIL=${BENCH_TAIL:-30} step "bench-$(basename "$c")" "$c" bench --model "$M/full.gguf" \
+      --prefill "${PREFILL:-512}" --steps "${STEPS:-128}" --bw-gib 4 ${BENCH_ARGS:-}
+  done
+fi
 
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
   [ -s "$M/two.gguf" ] || step synth-two "$first" synth --out "$M/two.gguf" --full --layers 2

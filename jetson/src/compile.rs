@@ -73,12 +73,44 @@ pub fn cache_dir() -> PathBuf {
     std::env::temp_dir().join("glimmer-cuda")
 }
 
-/// NVRTC options for compute capability `major.minor`.
+/// NVRTC options for compute capability `major.minor`, plus one `-D` for each `NAME=VALUE`
+/// (or bare `NAME`) in `$GLIMMER_CUDA_DEFINES` (whitespace-separated). That variable is a
+/// measuring knob: the kernels' tuning macros (`GEMV_PREFETCH_BYTES`, `NORM_PRELOAD`, ...) have
+/// defaults chosen by measurement (BENCHMARKS.md), and a benchmark run can set other values
+/// without a rebuild. The defines are part of the cache key.
 fn options(major: i32, minor: i32) -> Vec<String> {
-    vec![
+    let mut o = vec![
         format!("--gpu-architecture=compute_{major}{minor}"),
         "--std=c++17".to_owned(),
-    ]
+    ];
+    o.extend(defines(
+        std::env::var("GLIMMER_CUDA_DEFINES").ok().as_deref(),
+    ));
+    o
+}
+
+/// `-DNAME=VALUE` options from a whitespace-separated list; entries that are not a C
+/// identifier (optionally `=` and a value of letters, digits, `_`, `.` or `-`) are skipped, so
+/// the variable cannot inject other compiler options.
+fn defines(list: Option<&str>) -> Vec<String> {
+    let ident = |s: &str| {
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    list.unwrap_or("")
+        .split_whitespace()
+        .filter(|d| {
+            let (name, val) = d.split_once('=').unwrap_or((d, "x"));
+            ident(name)
+                && !val.is_empty()
+                && val
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        })
+        .map(|d| format!("-D{d}"))
+        .collect()
 }
 
 /// PTX for compute capability `major.minor`, from the cache or compiled now (and cached).
@@ -140,6 +172,17 @@ mod tests {
         }
         assert_eq!(fnv1a(&[b"a"]), fnv1a(&[b"a"]));
         assert_ne!(fnv1a(&[b"ab"]), fnv1a(&[b"a", b"b"]));
+    }
+
+    #[test]
+    fn defines_accept_names_and_values_only() {
+        assert_eq!(
+            defines(Some(" GEMV_PREFETCH_BYTES=8192\tNORM_PRELOAD=0 FLAG ")),
+            ["-DGEMV_PREFETCH_BYTES=8192", "-DNORM_PRELOAD=0", "-DFLAG"]
+        );
+        // Anything that could be read as another option, or is not a name, is dropped.
+        assert!(defines(Some("--use_fast_math 1X=2 A=b;c A= A=\"q\"")).is_empty());
+        assert!(defines(None).is_empty());
     }
 
     /// NVRTC needs no GPU: where libnvrtc is found, the sources must compile for sm_90.

@@ -107,12 +107,14 @@ pub fn trace(gpu: Arc<Gpu>, path: &Path, prefill: usize) -> Result<(), String> {
 }
 
 /// Prefill of `prefill` tokens, then `steps` greedy decode steps without and with the graph.
+/// `quick`: skip the per-GEMV variants and the launch-mode sweep (the default mode only).
 pub fn run(
     gpu: Arc<Gpu>,
     path: &Path,
     prefill: usize,
     steps: usize,
     bw: f64,
+    quick: bool,
 ) -> Result<(), String> {
     let file = ModelFile::open(path).map_err(|e| e.to_string())?;
     let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
@@ -179,7 +181,9 @@ pub fn run(
         per_tok / 1e9
     );
 
-    gemv_bench(&mut m, &gpu, &loaded, bw)?;
+    if !quick {
+        gemv_bench(&mut m, &gpu, &loaded, bw)?;
+    }
 
     // Without and with programmatic dependent launch (where the GPU has it), and with the
     // activations of the one-row GEMVs in shared memory, alternated.
@@ -187,16 +191,24 @@ pub fn run(
     let pdl_on = gpu.compute_capability().0 >= 9;
     let multi_default = m.backend().gemv_multi;
     // A multi value of 1 means 2 with single matrices through the multi kernel too.
+    let pdl_default = gpu.pdl();
+    let smem_default = m.backend().gemv_smem;
+    let single_default = m.backend().gemv_multi_single;
     let mut modes: Vec<(bool, Option<bool>, u32)> = vec![(false, Some(false), 0)];
     for _ in 0..2 {
+        if quick {
+            let multi = if single_default { 1 } else { multi_default };
+            modes.push((pdl_default, smem_default, multi));
+            continue;
+        }
         modes.push((pdl_on, None, 0));
         for multi in [2, 3, 1] {
             modes.push((pdl_on, None, multi));
         }
     }
-    let pdl_default = gpu.pdl();
-    let smem_default = m.backend().gemv_smem;
-    let single_default = m.backend().gemv_multi_single;
+    if quick {
+        modes.remove(0);
+    }
     for &(pdl, smem, multi) in &modes {
         gpu.set_pdl(pdl);
         m.backend().gemv_smem = smem;

@@ -189,6 +189,7 @@ pub fn main_impl() -> ExitCode {
                     num(&args, "--prefill", 512)?,
                     num(&args, "--steps", 128)?,
                     bw,
+                    args.iter().any(|a| a == "--quick"),
                 )?;
                 Ok(true)
             }

@@ -5,7 +5,9 @@
 //! cuda-check repack [--mib N]                                       Q6_K upload repacking speed (no GPU)
 //! cuda-check ops    [--seed N]                                      every kernel vs the CPU backend
 //! cuda-check e2e    --model PATH [--tokens N]                        top-1 vs the CPU engine
-//! cuda-check bench  --model PATH [--prefill N] [--steps N] [--bw-gib N]
+//! cuda-check bench  --model PATH [--prefill N] [--steps N] [--bw-gib N] [--quick]
+//!                   (--quick: no per-GEMV variants and no launch-mode sweep; the default
+//!                   mode's decode twice, then each kernel class's cost in the graph step)
 //! ```
 //! Lines starting with `SUMMARY|` are collected by `scripts/cuda-device.sh`. Without a CUDA
 //! driver every GPU subcommand prints why and exits with status 2 (skipped).
