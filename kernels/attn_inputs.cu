@@ -14,6 +14,11 @@ extern "C" __global__ void attn_inputs(float* q, float* k, const float* __restri
                                        int rope_dim, float theta_scale, int style, u16* kv,
                                        const u32* __restrict__ slot, u64 slot_stride, u64 k_off, u64 v_off,
                                        int cap, const u32* __restrict__ pos) {
+    // The head's gains are weights (no kernel writes them): loaded before the wait, as the
+    // norms do (NORM_PRELOAD, norm.cu), when a thread has at most one of them.
+    const float* wg = blockIdx.x < n_head ? qw : kw;
+    const bool pre = NORM_PRELOAD && norm && wg && blockDim.x >= head_dim && blockIdx.x < n_head + n_head_kv;
+    const float g_pre = pre && threadIdx.x < head_dim ? wg[threadIdx.x] : 1.0f;
     pdl_begin_small();
     __shared__ float hs[MAX_HEAD];
     __shared__ double part[32];
@@ -50,7 +55,7 @@ extern "C" __global__ void attn_inputs(float* q, float* k, const float* __restri
         const float scale = rms_scale(part[0], head_dim, eps);
         for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
             const float t = __fmul_rn(hs[i], scale);
-            hs[i] = w ? __fmul_rn(t, w[i]) : t;
+            hs[i] = w ? __fmul_rn(t, pre ? g_pre : w[i]) : t;
         }
     }
     __syncthreads();

@@ -300,31 +300,28 @@ __device__ __forceinline__ KSeg k_seg(int& g, const KSeg& s0, const KSeg& s1, co
 // the bandwidth on their own). Two rows a warp as in gemv_k_rows; the warps walk the row
 // pairs of all the matrices in a grid-stride loop, so the grid is sized to one resident wave
 // and no partial last wave is left. Segment s (w_s, row bytes, rows, GGML type, output) owns
-// row pairs [e_{s-1}, e_s) of the `pairs` in all; unused segments have no pairs.
+// row pairs [e_{s-1}, e_s) of the `pairs` in all; unused segments have no pairs. pf: bytes of
+// its first rows each warp prefetches into L2 before it waits on the previous kernel (0: the
+// first line of each lane's first chunk, as the other GEMVs do).
 // blockIdx.y is the activation row.
-// Bytes of its first rows each warp of gemv_k_multi prefetches into L2 before it waits on the
-// previous kernel (0: only the first line of each lane's first chunk, as the other GEMVs do).
-#ifndef GEMV_PREFETCH_BYTES
-#define GEMV_PREFETCH_BYTES 8192
-#endif
 #define K_MULTI_PARAMS                                                                          \
     int cols, const i8 *aq, const float2 *ads, int pairs, const u8 *w0, u64 rb0, int n0, int t0, \
         float *o0, int e0, const u8 *w1, u64 rb1, int n1, int t1, float *o1, int e1,             \
         const u8 *w2, u64 rb2, int n2, int t2, float *o2, int e2, const u8 *w3, u64 rb3, int n3,  \
-        int t3, float *o3
+        int t3, float *o3, int pf
 __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS) {
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
     const int wpb = blockDim.x >> 5;
     const int first = blockIdx.x * wpb + (threadIdx.x >> 5);
     const int stride = gridDim.x * wpb;
-#if GEMV_PREFETCH_BYTES > 0
-    // The first GEMV_PREFETCH_BYTES of this warp's rows, in the order it reads them, into L2
-    // before the wait: the HBM would otherwise idle while the norm, attention or activation
-    // kernel before this GEMV runs.
-    {
+    if (pf > 0) {
+        // The first `pf` bytes of this warp's rows, in the order it reads them, into L2 before
+        // the wait, so that HBM works while the kernel before this GEMV (attention, a norm)
+        // runs. The host asks for it only on launches small enough to sit in L2
+        // (`CudaBackend::gemv_prefetch`).
         const int lane = threadIdx.x & 31;
-        int budget = GEMV_PREFETCH_BYTES;
+        int budget = pf;
         for (int p = first; p < pairs && budget > 0; p += stride) {
             int g = p;
             const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
@@ -336,15 +333,12 @@ __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS) {
                 budget -= take;
             }
         }
-    }
-#else
-    if (first < pairs) {
+    } else if (first < pairs) {
         int g = first;
         const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
         if (s.ty == T_Q4_K) k_rows_prefetch<T_Q4_K, 2>(s.w, s.rb, s.n, cols, 2 * g);
         else k_rows_prefetch<T_Q6_K, 2>(s.w, s.rb, s.n, cols, 2 * g);
     }
-#endif
     pdl_begin();
     const size_t ar = blockIdx.y;
     const i8* a = aq + ar * cols;
@@ -362,13 +356,13 @@ __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS) {
 // (four, no spills); which is fastest is measured (BENCHMARKS.md).
 extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi(K_MULTI_PARAMS) {
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                      e2, w3, rb3, n3, t3, o3);
+                      e2, w3, rb3, n3, t3, o3, pf);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) gemv_k_multi_b3(K_MULTI_PARAMS) {
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                      e2, w3, rb3, n3, t3, o3);
+                      e2, w3, rb3, n3, t3, o3, pf);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PARAMS) {
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                      e2, w3, rb3, n3, t3, o3);
+                      e2, w3, rb3, n3, t3, o3, pf);
 }

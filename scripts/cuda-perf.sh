@@ -43,13 +43,14 @@ if [ "${SKIP_CHECKS:-0}" != 1 ]; then
 fi
 
 [ -s "$M/full.gguf" ] || step synth-full "$first" synth --out "$M/full.gguf" --full
-# VARIANTS="name=DEFINES;name=DEFINES": the first binary benched once per entry, with
-# GLIMMER_CUDA_DEFINES=DEFINES (kernel tuning macros, no rebuild); ROUNDS repeats the list.
+# VARIANTS="name=ENV;name=ENV": the first binary benched once per entry, with ENV (space-
+# separated VAR=VALUE words, e.g. GLIMMER_CUDA_DEFINES=NORM_PRELOAD=0,GEMV_STREAM_HINT=1 or
+# GLIMMER_GEMV_PREFETCH=16:8192: tuning knobs, no rebuild); ROUNDS repeats the list.
 if [ -n "${VARIANTS:-}" ]; then
   for r in $(seq 1 "${ROUNDS:-1}"); do
     IFS=';' read -ra vs <<< "$VARIANTS"
     for v in "${vs[@]}"; do
-      TAIL=${BENCH_TAIL:-30} step "bench-${v%%=*}-r$r" env GLIMMER_CUDA_DEFINES="${v#*=}" "$first" bench \
+      TAIL=${BENCH_TAIL:-30} step "bench-${v%%=*}-r$r" env ${v#*=} "$first" bench \
         --model "$M/full.gguf" --prefill "${PREFILL:-512}" --steps "${STEPS:-128}" --bw-gib 4 ${BENCH_ARGS:-}
     done
   done

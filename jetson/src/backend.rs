@@ -153,6 +153,28 @@ pub struct CudaBackend {
     /// to 111.5–111.8 tok/s, BENCHMARKS.md) instead of the one-row kernels picked by shape.
     /// Public so benchmarks can compare.
     pub gemv_multi_single: bool,
+    /// Deep L2 prefetch in `gemv_k_multi`: launches whose matrices hold at most `.0` bytes
+    /// have each warp prefetch the first `.1` bytes of its rows before it waits on the kernel
+    /// before it (the others prefetch one line a lane). Default from
+    /// [`gemv_prefetch_default`]; public so benchmarks can compare.
+    pub gemv_prefetch: (u64, u32),
+}
+
+/// The default [`CudaBackend::gemv_prefetch`]: `$GLIMMER_GEMV_PREFETCH` as `MAX_MB:BYTES`
+/// (a measuring knob, like `$GLIMMER_CUDA_DEFINES`), else off.
+pub fn gemv_prefetch_default() -> (u64, u32) {
+    std::env::var("GLIMMER_GEMV_PREFETCH")
+        .ok()
+        .and_then(|v| parse_prefetch(&v))
+        .unwrap_or((0, 0))
+}
+
+/// `MAX_MB:BYTES` (per-warp bytes at most 1 MiB) as (max bytes, per-warp bytes).
+fn parse_prefetch(v: &str) -> Option<(u64, u32)> {
+    let (mb, per) = v.trim().split_once(':')?;
+    let mb: u64 = mb.parse().ok()?;
+    let per: u32 = per.parse().ok()?;
+    (per <= 1 << 20).then_some((mb.checked_mul(1 << 20)?, per))
 }
 
 impl CudaBackend {
@@ -198,6 +220,7 @@ impl CudaBackend {
             gemv_team_target: 0,
             gemv_multi: 2,
             gemv_multi_single: true,
+            gemv_prefetch: gemv_prefetch_default(),
             cap,
             gpu,
         })
@@ -310,5 +333,19 @@ impl CudaBackend {
     pub(crate) fn elementwise_grid(&self, n: usize) -> (u32, u32, u32) {
         let blocks = n.div_ceil(256).clamp(1, 8 * self.gpu.sm_count() as usize);
         (blocks as u32, 1, 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_prefetch;
+
+    #[test]
+    fn prefetch_setting_parses_or_is_refused() {
+        assert_eq!(parse_prefetch("16:8192"), Some((16 << 20, 8192)));
+        assert_eq!(parse_prefetch(" 0:0 "), Some((0, 0)));
+        for bad in ["", "16", "16:", ":8192", "a:1", "16:-1", "16:2000000"] {
+            assert_eq!(parse_prefetch(bad), None, "{bad}");
+        }
     }
 }

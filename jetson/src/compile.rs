@@ -74,8 +74,8 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// NVRTC options for compute capability `major.minor`, plus one `-D` for each `NAME=VALUE`
-/// (or bare `NAME`) in `$GLIMMER_CUDA_DEFINES` (whitespace-separated). That variable is a
-/// measuring knob: the kernels' tuning macros (`GEMV_PREFETCH_BYTES`, `NORM_PRELOAD`, ...) have
+/// (or bare `NAME`) in `$GLIMMER_CUDA_DEFINES` (separated by whitespace or commas). That variable is a
+/// measuring knob: the kernels' tuning macros (`GEMV_STREAM_HINT`, `NORM_PRELOAD`, ...) have
 /// defaults chosen by measurement (BENCHMARKS.md), and a benchmark run can set other values
 /// without a rebuild. The defines are part of the cache key.
 fn options(major: i32, minor: i32) -> Vec<String> {
@@ -89,7 +89,7 @@ fn options(major: i32, minor: i32) -> Vec<String> {
     o
 }
 
-/// `-DNAME=VALUE` options from a whitespace-separated list; entries that are not a C
+/// `-DNAME=VALUE` options from a list separated by whitespace or commas; entries that are not a C
 /// identifier (optionally `=` and a value of letters, digits, `_`, `.` or `-`) are skipped, so
 /// the variable cannot inject other compiler options.
 fn defines(list: Option<&str>) -> Vec<String> {
@@ -100,7 +100,8 @@ fn defines(list: Option<&str>) -> Vec<String> {
             && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
     list.unwrap_or("")
-        .split_whitespace()
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|d| !d.is_empty())
         .filter(|d| {
             let (name, val) = d.split_once('=').unwrap_or((d, "x"));
             ident(name)
@@ -177,8 +178,8 @@ mod tests {
     #[test]
     fn defines_accept_names_and_values_only() {
         assert_eq!(
-            defines(Some(" GEMV_PREFETCH_BYTES=8192\tNORM_PRELOAD=0 FLAG ")),
-            ["-DGEMV_PREFETCH_BYTES=8192", "-DNORM_PRELOAD=0", "-DFLAG"]
+            defines(Some(" GEMV_STREAM_HINT=1\tNORM_PRELOAD=0,FLAG ")),
+            ["-DGEMV_STREAM_HINT=1", "-DNORM_PRELOAD=0", "-DFLAG"]
         );
         // Anything that could be read as another option, or is not a name, is dropped.
         assert!(defines(Some("--use_fast_math 1X=2 A=b;c A= A=\"q\"")).is_empty());

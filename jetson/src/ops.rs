@@ -167,7 +167,7 @@ impl CudaBackend {
         }
         let xp = self.at(x)?;
         self.quantize_input(xp, rows, cols)?;
-        let mut args = [Arg::I(0); 4 + 6 * SEGS - 1];
+        let mut args = [Arg::I(0); 4 + 6 * SEGS];
         args[0] = Arg::int(cols)?;
         args[1] = Arg::P(self.aq.ptr());
         args[2] = Arg::P(self.ads.ptr());
@@ -192,6 +192,17 @@ impl CudaBackend {
             }
         }
         args[3] = Arg::int(pairs)?;
+        let bytes: u64 = d
+            .iter()
+            .flatten()
+            .map(|t| t.rows as u64 * t.row_bytes as u64)
+            .sum();
+        let (max_bytes, per_warp) = self.gemv_prefetch;
+        args[4 + 6 * SEGS - 1] = Arg::I(if bytes <= max_bytes {
+            per_warp as i32
+        } else {
+            0
+        });
         let fns = self.gpu.fns();
         let wpb = (MULTI_THREADS / 32) as usize;
         let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];

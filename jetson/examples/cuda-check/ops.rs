@@ -431,8 +431,12 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         .collect();
     p.cu.upload(&ts).map_err(|e| e.to_string())?;
     let multi_default = p.cu.gemv_multi;
-    for multi in [0, 2, 3, 4] {
+    let prefetch_default = p.cu.gemv_prefetch;
+    // (kernel, deep L2 prefetch): the prefetch changes no result, but its address walk must
+    // stay inside the rows and must not disturb what the warps then compute.
+    for (multi, pf) in [(0, 0), (2, 0), (2, 4096), (3, 0), (4, 0)] {
         p.cu.gemv_multi = multi;
+        p.cu.gemv_prefetch = (u64::MAX, pf);
         // One matrix takes the multi kernel only when asked to.
         p.cu.gemv_multi_single = multi != 0;
         for (n_mats, rows) in [(4, 1), (4, 3), (2, 1), (3, 2), (1, 3)] {
@@ -451,7 +455,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             for (w, &o) in ws.iter().zip(&outs) {
                 ok &= p.check(
                     &format!(
-                        "matmul_many{n_mats}_multi{multi}_{}_{}x{cols}_rows{rows}",
+                        "matmul_many{n_mats}_multi{multi}_pf{pf}_{}_{}x{cols}_rows{rows}",
                         w.ty.name(),
                         w.rows
                     ),
@@ -462,6 +466,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         }
     }
     p.cu.gemv_multi = multi_default;
+    p.cu.gemv_prefetch = prefetch_default;
     p.cu.gemv_multi_single = false;
 
     // Embedding rows and the rest: 512 wide.
