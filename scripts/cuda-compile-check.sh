@@ -34,14 +34,15 @@ for f in $(grep -o '"[a-z_0-9]*\.cu"' "$ROOT/jetson/src/compile.rs" | tr -d '"' 
   echo >> "$work/all.cu"
 done
 LD_LIBRARY_PATH="$TOOLS/x/nvidia/cuda_nvrtc/lib" python3 - "$work/all.cu" "$work/all.ptx" "$ARCH" <<'PY'
-import ctypes, glob, os, sys
+import ctypes, glob, os, re, sys
 lib = ctypes.CDLL(glob.glob(os.path.join(os.environ["LD_LIBRARY_PATH"], "libnvrtc.so.12"))[0])
 src, out, arch = sys.argv[1], sys.argv[2], sys.argv[3]
 prog = ctypes.c_void_p()
 if lib.nvrtcCreateProgram(ctypes.byref(prog), open(src, "rb").read(), b"glimmer.cu", 0, None, None):
     sys.exit("nvrtcCreateProgram failed")
 opts = [f"--gpu-architecture=compute_{arch}".encode(), b"--std=c++17"]
-opts += [f"-D{d}".encode() for d in os.environ.get("GLIMMER_CUDA_DEFINES", "").split()]
+# Separated by whitespace or commas, as jetson/src/compile.rs reads the variable.
+opts += [f"-D{d}".encode() for d in re.split(r"[\s,]+", os.environ.get("GLIMMER_CUDA_DEFINES", "")) if d]
 rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
 n = ctypes.c_size_t()
 lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))

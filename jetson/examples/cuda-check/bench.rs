@@ -194,21 +194,20 @@ pub fn run(
     let pdl_default = gpu.pdl();
     let smem_default = m.backend().gemv_smem;
     let single_default = m.backend().gemv_multi_single;
-    let mut modes: Vec<(bool, Option<bool>, u32)> = vec![(false, Some(false), 0)];
-    for _ in 0..2 {
-        if quick {
-            let multi = if single_default { 1 } else { multi_default };
-            modes.push((pdl_default, smem_default, multi));
-            continue;
+    let modes: Vec<(bool, Option<bool>, u32)> = if quick {
+        // The default mode only, twice.
+        let multi = if single_default { 1 } else { multi_default };
+        vec![(pdl_default, smem_default, multi); 2]
+    } else {
+        let mut v = vec![(false, Some(false), 0)];
+        for _ in 0..2 {
+            v.push((pdl_on, None, 0));
+            for multi in [2, 3, 1] {
+                v.push((pdl_on, None, multi));
+            }
         }
-        modes.push((pdl_on, None, 0));
-        for multi in [2, 3, 1] {
-            modes.push((pdl_on, None, multi));
-        }
-    }
-    if quick {
-        modes.remove(0);
-    }
+        v
+    };
     for &(pdl, smem, multi) in &modes {
         gpu.set_pdl(pdl);
         m.backend().gemv_smem = smem;
