@@ -158,3 +158,89 @@ extern "C" __global__ void __launch_bounds__(1024) norm_add_rmsnorm_q8_f32(float
                                                    i8* __restrict__ q, float2* __restrict__ ds) {
     rmsnorm_row<true, true, true>(x, y, w, out, dim, eps, q, ds, pw, peps);
 }
+
+// A branch's output projection fused with the norms after it (`Backend::matmul_add_rmsnorm`,
+// decode: one activation row). gemv_k_multi computes y = W a (segment 0 only; its n0 rows are
+// the model width `dim`), and each block adds up the squares of the rows it wrote. The last
+// block to finish (a ticket on `ctr`, as the attention's last split merges) then runs the norm
+// over the whole row: y = rmsnorm(y) * pw (pw null: no post-norm; the sum of squares comes
+// from the blocks' partials in `part`, summed in block order), x += y, out = rmsnorm(x) * w,
+// also quantized to q8_1 into q/ds for the matmul that reads it next. So no norm launch, and
+// no wait on one, stands between the two GEMVs. Needs gridDim.y == 1, dim % 32 == 0 and
+// dim <= MN_VALUES * blockDim.x; every buffer distinct.
+#define MN_VALUES 32
+
+extern "C" __global__ void __launch_bounds__(256, 2)
+    gemv_k_multi_norm(K_MULTI_PARAMS, float* __restrict__ x, const float* __restrict__ pw, float peps,
+                      const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ q,
+                      float2* __restrict__ ds, double* part, u32* ctr) {
+    __shared__ double red[32];
+    __shared__ bool last;
+    const int dim = n0;
+    const int t = threadIdx.x, bd = blockDim.x;
+    {
+        // The gains are weights (no kernel writes them): warm their lines in L2 now for
+        // whichever block ends last.
+        const int lines = (dim * 4 + 127) / 128;
+        for (int l = blockIdx.x * bd + t; l < 2 * lines; l += gridDim.x * bd) {
+            const float* g = l < lines ? pw : nw;
+            if (g) prefetch_l2((const u8*)g + 128 * (l % lines));
+        }
+    }
+    const double ss = gemv_k_multi_body<true>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1,
+                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf);
+    const double bs = pw ? block_sum_f64(ss, red) : 0.0;
+    __threadfence();  // this block's outputs, before its ticket
+    if (t == 0) {
+        part[blockIdx.x] = bs;
+        __threadfence();
+        last = atomicAdd(ctr, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // The other blocks' outputs and partials: through L2 (__ldcg), not L1.
+    float ys = 1.0f;
+    if (pw) {
+        double s = 0.0;
+        for (int i = t; i < (int)gridDim.x; i += bd) s += __ldcg(part + i);
+        ys = rms_scale(block_sum_f64(s, red), dim, peps);
+    }
+    float* y = o0;
+    // Every load before the first store (x, y and the outputs are distinct), then the add.
+    float xv[MN_VALUES], yv[MN_VALUES];
+#pragma unroll
+    for (int k = 0; k < MN_VALUES; ++k) {
+        const int i = t + k * bd;
+        yv[k] = i < dim ? __ldcg(y + i) : 0.0f;
+        xv[k] = i < dim ? __ldcg(x + i) : 0.0f;
+    }
+    double s = 0.0;
+#pragma unroll
+    for (int k = 0; k < MN_VALUES; ++k) {
+        const int i = t + k * bd;
+        if (i < dim) {
+            float b = yv[k];
+            if (pw) {
+                b = __fmul_rn(__fmul_rn(b, ys), pw[i]);
+                y[i] = b;
+            }
+            xv[k] = __fadd_rn(xv[k], b);
+            x[i] = xv[k];
+            s += (double)(xv[k] * xv[k]);
+        }
+    }
+    const float scale = rms_scale(block_sum_f64(s, red), dim, eps);
+#pragma unroll
+    for (int k = 0; k < MN_VALUES; ++k) {
+        const int i = t + k * bd;
+        if (i < dim) {
+            float v = __fmul_rn(xv[k], scale);
+            v = nw ? __fmul_rn(v, nw[i]) : v;
+            nout[i] = v;
+            // The warp holds the 32 values of one q8_1 block (dim % 32 == 0).
+            quantize_lane_q8(v, i, q, ds);
+        }
+    }
+    if (t == 0) *ctr = 0;  // ready for the next launch (and graph replay)
+}

@@ -158,6 +158,19 @@ pub struct CudaBackend {
     /// before it (the others prefetch one line a lane). Default from
     /// [`gemv_prefetch_default`]; public so benchmarks can compare.
     pub gemv_prefetch: (u64, u32),
+    /// Whether `matmul_add_rmsnorm` at one row runs its norms in the tail of the matmul's own
+    /// launch (`gemv_k_multi_norm`) instead of a norm launch after it. Default on;
+    /// `$GLIMMER_FUSE_NORM=0` turns it off (a measuring knob). Public so benchmarks can compare.
+    pub fuse_norm: bool,
+    /// `gemv_k_multi_norm`'s per-block partial sums (`f64`, [`Self::norm_blocks`] of them).
+    pub(crate) norm_part: DevMem,
+    /// Its ticket counter (`u32`, zero between launches: the last block resets it).
+    pub(crate) norm_ctr: DevMem,
+    /// The most blocks a `gemv_k_multi_norm` launch may have (one resident wave).
+    pub(crate) norm_blocks: usize,
+    /// How many `gemv_k_multi_norm` launches this backend has made (checks read it to see
+    /// that the fused path ran).
+    pub fused_norms: u64,
 }
 
 /// The default [`CudaBackend::gemv_prefetch`]: `$GLIMMER_GEMV_PREFETCH` as `MAX_MB:BYTES`
@@ -195,6 +208,7 @@ impl CudaBackend {
         let parts = (cap.chunk.checked_mul(cap.n_head).ok_or(ovf)?).max(cap.n_head * decode_splits);
         let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
         let arena_bytes = cap.arena_len.checked_mul(4).ok_or(ovf)?;
+        let norm_blocks = (gpu.fns().gemv_multi_norm.1 * gpu.sm_count()) as usize;
         let mut slot = Mirror::new(&gpu, 1)?;
         slot.sync_dev(&gpu, &[0], false)?;
         Ok(CudaBackend {
@@ -221,6 +235,11 @@ impl CudaBackend {
             gemv_multi: 2,
             gemv_multi_single: true,
             gemv_prefetch: gemv_prefetch_default(),
+            fuse_norm: std::env::var("GLIMMER_FUSE_NORM").map_or(true, |v| v.trim() != "0"),
+            norm_part: gpu.alloc(norm_blocks * 8)?,
+            norm_ctr: gpu.alloc(4)?,
+            norm_blocks,
+            fused_norms: 0,
             cap,
             gpu,
         })
@@ -255,6 +274,8 @@ impl CudaBackend {
             &self.part,
             &self.ml,
             &self.attn_done,
+            &self.norm_part,
+            &self.norm_ctr,
             &self.kv,
         ]
         .iter()

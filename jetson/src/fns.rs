@@ -44,6 +44,9 @@ pub(crate) struct Fns {
     /// for 2, 3 and 4 resident blocks of [`MULTI_THREADS`] threads, each with how many of its
     /// blocks fit on a multiprocessor at once.
     pub gemv_multi: [(CudaFunction, u32); 3],
+    /// `gemv_k_multi_norm` (a one-matrix `gemv_k_multi` whose last block runs the norms
+    /// after it) and its resident blocks a multiprocessor.
+    pub gemv_multi_norm: (CudaFunction, u32),
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -96,6 +99,7 @@ impl Fns {
             gemv_rows: [f("gemv_q4_k_rw2")?, f("gemv_q6_k_rw2")?],
             gemv_smem: [f("gemv_q4_k_s1")?, f("gemv_q6_k_s1")?],
             gemv_multi,
+            gemv_multi_norm: multi("gemv_k_multi_norm")?,
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,

@@ -21,6 +21,14 @@ const FUSED_NORM_MIN_DIM: usize = 512;
 /// GEMV for one activation row (enough warps to fill the GPU without splitting rows).
 pub const WIDE_ROWS: usize = 2048;
 
+/// Arguments `gemv_k_multi_norm` takes after `gemv_k_multi`'s (x, pw, peps, w, out, eps, aq,
+/// ads, part, ctr).
+const NORM_TAIL_ARGS: usize = 10;
+
+/// The widest row `gemv_k_multi_norm`'s last block normalizes (`MN_VALUES` values for each of
+/// its [`MULTI_THREADS`] threads, kernels/norm.cu).
+pub(crate) const NORM_TAIL_MAX_DIM: usize = 32 * MULTI_THREADS as usize;
+
 /// Warps that the one-row GEMV gives each output row (1, 2, 4 or 8): split a row's columns over
 /// more warps while there are too few rows to fill the GPU (about 6144 warps) and each warp keeps
 /// at least one full pass (1024 columns).
@@ -120,15 +128,22 @@ impl CudaBackend {
     /// `gemv_k_multi`: up to four Q4_K / Q6_K matrices of one width over the same `rows` (< 8)
     /// input rows in one launch. Returns `Ok(false)` without launching anything when the
     /// matrices or regions do not qualify (the caller then runs them one by one).
+    ///
+    /// With `tail` (one matrix, one row: `matmul_add_rmsnorm`), the launch is
+    /// `gemv_k_multi_norm`, whose last block runs the norms described there.
     fn matmul_multi(
         &mut self,
         ws: &[&Tensor<'_>],
         x: Buf,
         rows: usize,
         outs: &[Buf],
+        tail: Option<&[Arg; NORM_TAIL_ARGS]>,
     ) -> Result<bool, CudaError> {
         const SEGS: usize = 4;
         let fewest = if self.gemv_multi_single { 1 } else { 2 };
+        if tail.is_some() && (ws.len() != 1 || rows != 1) {
+            return Ok(false);
+        }
         if !(2..=4).contains(&self.gemv_multi)
             || rows == 0
             || rows >= 8
@@ -203,17 +218,95 @@ impl CudaBackend {
         } else {
             0
         });
-        let fns = self.gpu.fns();
+        let gpu = self.gpu.clone();
+        let fns = gpu.fns();
         let wpb = (MULTI_THREADS / 32) as usize;
-        let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
-        let resident = (per_sm * self.gpu.sm_count()) as usize;
-        let blocks = pairs.div_ceil(wpb).min(resident);
-        self.gpu.launch(
-            raw(f),
-            (blocks as u32, rows as u32, 1),
-            MULTI_THREADS,
-            &args,
-        )?;
+        let Some(tail) = tail else {
+            let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
+            let resident = (per_sm * gpu.sm_count()) as usize;
+            let blocks = pairs.div_ceil(wpb).min(resident);
+            gpu.launch(
+                raw(f),
+                (blocks as u32, rows as u32, 1),
+                MULTI_THREADS,
+                &args,
+            )?;
+            return Ok(true);
+        };
+        // The tail's partial sums hold one f64 a block (`norm_part`).
+        let (f, per_sm) = &fns.gemv_multi_norm;
+        let resident = (per_sm * gpu.sm_count()) as usize;
+        let blocks = pairs.div_ceil(wpb).min(resident).min(self.norm_blocks);
+        let mut all = [Arg::I(0); 4 + 6 * SEGS + NORM_TAIL_ARGS];
+        all[..args.len()].copy_from_slice(&args);
+        all[args.len()..].copy_from_slice(tail);
+        gpu.launch(raw(f), (blocks as u32, 1, 1), MULTI_THREADS, &all)?;
+        Ok(true)
+    }
+
+    /// `matmul_add_rmsnorm` in one `gemv_k_multi_norm` launch, where it qualifies (one row of
+    /// a Q4_K / Q6_K matrix whose output is the model width, at most
+    /// [`NORM_TAIL_MAX_DIM`] wide; every region distinct). Returns `Ok(false)` having launched
+    /// nothing otherwise.
+    #[allow(clippy::too_many_arguments)]
+    fn matmul_norm_fused(
+        &mut self,
+        w: &Tensor<'_>,
+        a: Buf,
+        rows: usize,
+        y: Buf,
+        x: Buf,
+        post: Option<(&Tensor<'_>, f32)>,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<bool, CudaError> {
+        let regions = [a, y, x, out];
+        let distinct = regions
+            .iter()
+            .enumerate()
+            .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)));
+        if !self.fuse_norm
+            || rows != 1
+            || w.rows != dim
+            || !dim.is_multiple_of(32)
+            || dim > NORM_TAIL_MAX_DIM
+            || dim > self.cap.max_cols
+            || y.len != dim
+            || x.len != dim
+            || out.len != dim
+            || !distinct
+        {
+            return Ok(false);
+        }
+        let (xp, op) = (self.at(x)?, self.at(out)?);
+        let pw = match post {
+            Some((t, _)) => self.norm_weight(t, dim)?,
+            None => 0,
+        };
+        let nw = match weight {
+            Some(t) => self.norm_weight(t, dim)?,
+            None => 0,
+        };
+        let tail = [
+            Arg::P(xp),
+            Arg::P(pw),
+            Arg::F(post.map_or(0.0, |(_, e)| e)),
+            Arg::P(nw),
+            Arg::P(op),
+            Arg::F(eps),
+            Arg::P(self.aq.ptr()),
+            Arg::P(self.ads.ptr()),
+            Arg::P(self.norm_part.ptr()),
+            Arg::P(self.norm_ctr.ptr()),
+        ];
+        if !self.matmul_multi(&[w], a, rows, &[y], Some(&tail))? {
+            return Ok(false);
+        }
+        // The last block left `out` quantized in aq/ads for the matmul that reads it next.
+        self.qx = Some((op, rows, dim));
+        self.fused_norms += 1;
         Ok(true)
     }
 
@@ -613,6 +706,26 @@ impl Backend for CudaBackend {
         self.norm(x, Some(y), Some((post, post_eps)), weight, dim, eps, out)
     }
 
+    fn matmul_add_rmsnorm(
+        &mut self,
+        w: &Tensor<'_>,
+        a: Buf,
+        rows: usize,
+        y: Buf,
+        x: Buf,
+        post: Option<(&Tensor<'_>, f32)>,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        if self.matmul_norm_fused(w, a, rows, y, x, post, weight, dim, eps, out)? {
+            return Ok(());
+        }
+        self.matmul(w, a, rows, y)?;
+        self.norm(x, Some(y), post, weight, dim, eps, out)
+    }
+
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
         let d = self.weight(w)?;
         if x.len != rows * d.cols || out.len != rows * d.rows || !x.disjoint(out) {
@@ -624,7 +737,7 @@ impl Backend for CudaBackend {
         if rows == 0 {
             return Ok(());
         }
-        if self.matmul_multi(&[w], x, rows, &[out])? {
+        if self.matmul_multi(&[w], x, rows, &[out], None)? {
             return Ok(());
         }
         let (xp, op) = (self.at(x)?, self.at(out)?);
@@ -842,7 +955,7 @@ impl Backend for CudaBackend {
         rows: usize,
         outs: &[Buf],
     ) -> Result<(), CudaError> {
-        if self.matmul_multi(ws, x, rows, outs)? {
+        if self.matmul_multi(ws, x, rows, outs, None)? {
             return Ok(());
         }
         if ws.len() != outs.len() {

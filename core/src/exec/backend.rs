@@ -136,6 +136,32 @@ pub trait Backend {
     /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), Self::Error>;
 
+    /// A branch's output projection and what follows it in a decoder block: `y = W · a`
+    /// ([`Backend::matmul`], `y` of width `dim`), then, with `post`, the branch's post-norm
+    /// and the rest of [`Backend::norm_add_rmsnorm`], else [`Backend::add_rmsnorm`]. That is
+    /// the default; a GPU backend may run the norms in the tail of the matmul's own launch
+    /// (the CUDA backend does at one row), saving a launch and the wait on it.
+    #[allow(clippy::too_many_arguments)]
+    fn matmul_add_rmsnorm(
+        &mut self,
+        w: &Tensor<'_>,
+        a: Buf,
+        rows: usize,
+        y: Buf,
+        x: Buf,
+        post: Option<(&Tensor<'_>, f32)>,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), Self::Error> {
+        self.matmul(w, a, rows, y)?;
+        match post {
+            Some((pn, peps)) => self.norm_add_rmsnorm(x, y, pn, peps, weight, dim, eps, out),
+            None => self.add_rmsnorm(x, y, weight, dim, eps, out),
+        }
+    }
+
     /// Several matmuls over the same input: `outs[i][r] = ws[i] · x[r]`, each `outs[i]` of
     /// shape `(rows, ws[i].rows)`. All `ws` have `x`'s width. The default runs
     /// [`Backend::matmul`] once per weight; a backend may quantize `x` once and spread all the

@@ -174,27 +174,25 @@ impl Model<'_, '_> {
                 Some(_) => b.attention_gated(&p, q, positions, og, att)?,
                 None => b.attention(&p, q, positions, att)?,
             }
-            b.matmul(&lw.wo, att, n, proj)?;
-            // The post-attention norm (where the model has one), the residual add, and the FFN
-            // block's norm.
+            // The output projection, the post-attention norm (where the model has one), the
+            // residual add, and the FFN block's norm.
             let (d, eps, peps) = (s.n_embd, s.eps, s.post_norm_eps);
-            match &lw.post_attn_norm {
-                Some(pn) => {
-                    b.norm_add_rmsnorm(x, proj, pn, peps, Some(&lw.ffn_norm), d, eps, xn)?
-                }
-                None => b.add_rmsnorm(x, proj, Some(&lw.ffn_norm), d, eps, xn)?,
-            }
+            let post = lw.post_attn_norm.as_ref().map(|pn| (pn, peps));
+            let fnorm = Some(&lw.ffn_norm);
+            b.matmul_add_rmsnorm(&lw.wo, att, n, proj, x, post, fnorm, d, eps, xn)?;
             b.matmul_gated(&lw.w_gate, &lw.w_up, xn, n, gate, up, s.activation)?;
-            b.matmul(&lw.w_down, gate, n, proj)?;
-            // The post-FFN norm, the residual add, and the next layer's attention norm (the
-            // last layer's output norm takes only the rows whose logits are wanted, below).
-            match (w.layers.get(il + 1), &lw.post_ffn_norm) {
-                (Some(next), Some(pn)) => {
-                    b.norm_add_rmsnorm(x, proj, pn, peps, Some(&next.attn_norm), d, eps, xn)?
+            // The down projection, the post-FFN norm, the residual add, and the next layer's
+            // attention norm (the last layer's output norm takes only the rows whose logits
+            // are wanted, below).
+            let post = lw.post_ffn_norm.as_ref().map(|pn| (pn, peps));
+            match w.layers.get(il + 1) {
+                Some(next) => {
+                    let anorm = Some(&next.attn_norm);
+                    b.matmul_add_rmsnorm(&lw.w_down, gate, n, proj, x, post, anorm, d, eps, xn)?
                 }
-                (Some(next), None) => b.add_rmsnorm(x, proj, Some(&next.attn_norm), d, eps, xn)?,
-                (None, post) => {
-                    if let Some(pn) = post {
+                None => {
+                    b.matmul(&lw.w_down, gate, n, proj)?;
+                    if let Some((pn, peps)) = post {
                         b.rmsnorm(proj, Some(pn), d, peps, proj)?;
                     }
                     b.add(x, proj)?

@@ -150,6 +150,18 @@ trait DynBackend {
         out: Buf,
     ) -> Result<(), String>;
     #[allow(clippy::too_many_arguments)]
+    fn b_matmul_add_rmsnorm(
+        &mut self,
+        w: &Tensor<'_>,
+        a: Buf,
+        rows: usize,
+        y: Buf,
+        x: Buf,
+        post: Option<&Tensor<'_>>,
+        g: Option<&Tensor<'_>>,
+        out: Buf,
+    ) -> Result<(), String>;
+    #[allow(clippy::too_many_arguments)]
     fn b_matmul_gated(
         &mut self,
         wg: &Tensor<'_>,
@@ -240,6 +252,21 @@ impl<T: Backend> DynBackend for T {
         out: Buf,
     ) -> Result<(), String> {
         self.norm_add_rmsnorm(x, y, post, 1e-6, w, dim, 1e-5, out)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_matmul_add_rmsnorm(
+        &mut self,
+        w: &Tensor<'_>,
+        a: Buf,
+        rows: usize,
+        y: Buf,
+        x: Buf,
+        post: Option<&Tensor<'_>>,
+        g: Option<&Tensor<'_>>,
+        out: Buf,
+    ) -> Result<(), String> {
+        let post = post.map(|t| (t, 1e-6));
+        self.matmul_add_rmsnorm(w, a, rows, y, x, post, g, w.rows, 1e-5, out)
             .map_err(|e| format!("{e:?}"))
     }
     fn b_matmul_gated(
@@ -637,6 +664,57 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 down,
                 tol,
             )?;
+        }
+    }
+    // A branch's output projection and the norms after it (`matmul_add_rmsnorm`; the CPU runs
+    // the matmul, then `norm_add_rmsnorm` or `add_rmsnorm`). At one row the CUDA backend runs
+    // the norms in the last block of the GEMV's own launch (`gemv_k_multi_norm`; counted, so
+    // a silent fallback fails); at three rows, a matmul and a norm launch. y, x, the norm,
+    // and a matmul reading the fused q8_1 output; run back to back, so a ticket counter left
+    // set by one launch fails the next.
+    let odata = matrix(&mut rng, GgmlType::Q4_K, cols, ff, 0.1)?;
+    let wo = Tensor {
+        ty: GgmlType::Q4_K,
+        rows: cols,
+        cols: ff,
+        data: &odata,
+        id: 3006,
+    };
+    p.cu.upload(&[wo]).map_err(|e| e.to_string())?;
+    for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
+        for post in [None, Some(&pt)] {
+            for rows in [1usize, 3, 1] {
+                let a = buf(A, rows * ff);
+                let y = buf(B, rows * cols);
+                let xr = buf(C, rows * cols);
+                let nb = buf(D, rows * cols);
+                let mo = buf(S, rows * 96);
+                p.put(a, &rng.vec(a.len, 1.0))?;
+                p.put(xr, &rng.vec(xr.len, 1.0))?;
+                p.poison(y)?;
+                p.poison(nb)?;
+                p.poison(mo)?;
+                let before = p.cu.fused_norms;
+                p.run(|b| {
+                    b.b_matmul_add_rmsnorm(w, a, rows, y, xr, post, Some(&gt), nb)?;
+                    b.b_matmul(&wt, nb, rows, mo)
+                })?;
+                let fused = p.cu.fused_norms - before;
+                let want = u64::from(rows == 1);
+                let name = format!(
+                    "matmul_{}add_rmsnorm_{wname}_rows{rows}",
+                    if post.is_some() { "norm_" } else { "" }
+                );
+                if fused != want {
+                    println!("{name}: {fused} fused launches, expected {want}  FAIL");
+                    ok = false;
+                }
+                let tol = matmul_tol(w.ty);
+                ok &= p.check(&format!("{name}_y"), y, tol)?;
+                ok &= p.check(&format!("{name}_x"), xr, tol)?;
+                ok &= p.check(&format!("{name}_out"), nb, tol)?;
+                ok &= p.check(&format!("{name}_then_matmul"), mo, tol)?;
+            }
         }
     }
     p.put(x, &xv)?;
