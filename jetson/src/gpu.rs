@@ -214,7 +214,7 @@ impl Gpu {
         self.launch(f, grid, 512, &[Arg::P(src.ptr), Arg::P(dst.ptr), Arg::U(n)])
     }
 
-    /// Launches `f` on the stream with `args` (at most 32).
+    /// Launches `f` on the stream with `args` (at most 48).
     pub(crate) fn launch(
         &self,
         f: sys::CUfunction,
@@ -235,7 +235,7 @@ impl Gpu {
         smem: u32,
         args: &[Arg],
     ) -> Result<(), CudaError> {
-        const MAX: usize = 32;
+        const MAX: usize = 48;
         if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > MAX_DYNAMIC_SMEM
         {
             return Err(CudaError::TooLarge);

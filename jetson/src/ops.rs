@@ -140,7 +140,11 @@ impl CudaBackend {
         tail: Option<&[Arg; NORM_TAIL_ARGS]>,
     ) -> Result<bool, CudaError> {
         const SEGS: usize = 4;
-        let fewest = if self.gemv_multi_single { 1 } else { 2 };
+        let fewest = if self.gemv_multi_single || tail.is_some() {
+            1
+        } else {
+            2
+        };
         if tail.is_some() && (ws.len() != 1 || rows != 1) {
             return Ok(false);
         }
