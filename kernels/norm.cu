@@ -190,7 +190,9 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     const double ss = gemv_k_multi_body<true>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1,
                                               e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf);
     const double bs = pw ? block_sum_f64(ss, red) : 0.0;
-    __threadfence();  // this block's outputs, before its ticket
+    // Every thread's outputs made visible, then (once the whole block is past that) the ticket.
+    __threadfence();
+    __syncthreads();
     if (t == 0) {
         part[blockIdx.x] = bs;
         __threadfence();
