@@ -16,11 +16,6 @@
 // H100 the 30B shape's attention cost fell from 0.79 to 0.55 ms a token; BENCHMARKS.md).
 
 #define ATT_WARPS 4
-// 1: each split prefetches its keys' and values' lines into L2 before it waits on the kernel
-// before it (attn_split); 0: it waits first.
-#ifndef ATT_PREFETCH
-#define ATT_PREFETCH 1
-#endif
 #define MAX_HEAD 256
 // Most splits of one query's keys (the host's decode split count stays below it).
 #define MAX_SPLITS 256
@@ -181,6 +176,7 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
            int n_head_kv, int head_dim, int head_dim_v, float scale, int window, int max_splits, int min_keys,
            float* __restrict__ part, float2* __restrict__ ml, u32* __restrict__ done, float* __restrict__ out,
            const float* __restrict__ gate, i8* __restrict__ q8, float2* __restrict__ ds8) {
+    pdl_begin_small();
     __shared__ float sq[MAX_HEAD];
     __shared__ float wacc[ATT_WARPS][MAX_HEAD];
     __shared__ float wm[ATT_WARPS], wl[ATT_WARPS];
@@ -199,21 +195,6 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
     const u16* base = kv + (u64)slot[0] * slot_stride;
     const u16* kb = base + k_off + (u64)kvh * head_dim;
     const u16* vb = base + v_off + (u64)kvh * head_dim_v;
-#if ATT_PREFETCH
-    {
-        // Positions and the slot come from host copies that precede every kernel of the
-        // step, and every key and value this split reads but this step's (position p, which
-        // attn_inputs is storing now; a prefetch into L2 cannot go stale) was stored by an
-        // earlier step: their lines go into L2 before the wait on the kernels before this one.
-        const int kl = (head_dim + 63) / 64, vl = (head_dim_v + 63) / 64;  // 128-byte lines a row
-        for (int i = threadIdx.x; i < (k1 - k0) * (kl + vl); i += blockDim.x) {
-            const int j = i % (kl + vl);
-            const u64 s = (u32)(k0 + i / (kl + vl)) % (u32)cap;
-            prefetch_l2(j < kl ? kb + s * (u64)k_dim + 64 * j : vb + s * (u64)v_dim + 64 * (j - kl));
-        }
-    }
-#endif
-    pdl_begin_small();
     const float* qh = q + ((size_t)r * n_head + h) * head_dim;
     for (int d = threadIdx.x; d < head_dim; d += blockDim.x) sq[d] = round_f16(qh[d]);
     __syncthreads();

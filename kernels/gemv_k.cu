@@ -140,20 +140,6 @@ template <int T> __device__ __forceinline__ const u8* chunk_at(const u8* row, in
     return T == T_Q4_K ? row + 144 * (size_t)kb + 16 + 16 * c : row + 128 * (size_t)kb + 16 * c;
 }
 
-// Passes (of four super-blocks a warp) ahead of the one it computes that k_rows prefetches
-// into L2, and passes of its next row pair prefetched before it starts the current one: more
-// bytes in flight a multiprocessor without more registers. 0: off.
-#ifndef GEMV_AHEAD
-#define GEMV_AHEAD 0
-#endif
-
-// Prefetches into L2 what chunk c of super-block kb of a row of nb super-blocks reads (Q6_K:
-// its low and high quant planes).
-template <int T> __device__ __forceinline__ void prefetch_chunk(const u8* row, int kb, int nb, int c) {
-    prefetch_l2(chunk_at<T>(row, kb, c));
-    if (T == T_Q6_K) prefetch_l2(row + 128 * (size_t)nb + 64 * (size_t)kb + 32 * (c >> 2) + 16 * (c & 1));
-}
-
 // out[row] = W[row] . x for the row of each team of `wpr` warps (blockIdx.y the activation row).
 // SM: the block first copies the activation row (cols int8 and cols / 32 (d, d * sum) pairs)
 // into dynamic shared memory, and the chunks read it from there instead of through L1.
@@ -245,12 +231,6 @@ __device__ __forceinline__ double k_rows(const u8* __restrict__ w, u64 row_bytes
     for (int r = 0; r < RW; ++r) acc[r] = 0.0f;
 #pragma unroll 2
     for (int kb = lane >> 3; kb < nb; kb += 4) {
-#if GEMV_AHEAD > 0
-        if (kb + 4 * GEMV_AHEAD < nb) {
-#pragma unroll
-            for (int r = 0; r < RW; ++r) prefetch_chunk<T>(wr[r], kb + 4 * GEMV_AHEAD, nb, c);
-        }
-#endif
         const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
 #pragma unroll
         for (int r = 0; r < RW; ++r) {
@@ -374,24 +354,6 @@ __device__ __forceinline__ double gemv_k_multi_body(K_MULTI_PARAMS) {
     const float2* ad = ads + ar * (cols >> 5);
     double ss = 0.0;
     for (int p = first; p < pairs; p += stride) {
-#if GEMV_AHEAD > 0
-        if (p + stride < pairs) {
-            // The first passes of this warp's next row pair.
-            int gn = p + stride;
-            const KSeg sn = k_seg(gn, s0, s1, s2, s3, e0, e1, e2);
-            const int lane = threadIdx.x & 31, nb = cols >> 8;
-            for (int r = 0; r < 2 && 2 * gn + r < sn.n; ++r) {
-                const u8* row = sn.w + (size_t)(2 * gn + r) * sn.rb;
-#pragma unroll
-                for (int j = 0; j < GEMV_AHEAD; ++j) {
-                    const int kb = (lane >> 3) + 4 * j;
-                    if (kb >= nb) break;
-                    if (sn.ty == T_Q4_K) prefetch_chunk<T_Q4_K>(row, kb, nb, lane & 7);
-                    else prefetch_chunk<T_Q6_K>(row, kb, nb, lane & 7);
-                }
-            }
-        }
-#endif
         int g = p;
         const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
         float* o = s.out + ar * s.n;

@@ -209,25 +209,25 @@ extern "C" __global__ void __launch_bounds__(256, 2)
         ys = rms_scale(block_sum_f64(s, red), dim, peps);
     }
     float* y = o0;
-    // Every load before the first store (x, y and the outputs are distinct), then the add.
-    float xv[MN_VALUES], yv[MN_VALUES];
+    // Each phase either only loads or only stores: a load placed after a store to memory the
+    // compiler cannot prove distinct waits for it, and one L2 round trip per value (26 a
+    // thread at 6656 wide) would make this tail longer than the launch it replaces.
+    float xv[MN_VALUES], bv[MN_VALUES];
 #pragma unroll
     for (int k = 0; k < MN_VALUES; ++k) {
         const int i = t + k * bd;
-        yv[k] = i < dim ? __ldcg(y + i) : 0.0f;
-        xv[k] = i < dim ? __ldcg(x + i) : 0.0f;
+        float b = i < dim ? __ldcg(y + i) : 0.0f;
+        const float xo = i < dim ? __ldcg(x + i) : 0.0f;
+        if (pw) b = __fmul_rn(__fmul_rn(b, ys), i < dim ? pw[i] : 1.0f);
+        bv[k] = b;
+        xv[k] = __fadd_rn(xo, b);
     }
     double s = 0.0;
 #pragma unroll
     for (int k = 0; k < MN_VALUES; ++k) {
         const int i = t + k * bd;
         if (i < dim) {
-            float b = yv[k];
-            if (pw) {
-                b = __fmul_rn(__fmul_rn(b, ys), pw[i]);
-                y[i] = b;
-            }
-            xv[k] = __fadd_rn(xv[k], b);
+            if (pw) y[i] = bv[k];
             x[i] = xv[k];
             s += (double)(xv[k] * xv[k]);
         }
@@ -236,9 +236,13 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 #pragma unroll
     for (int k = 0; k < MN_VALUES; ++k) {
         const int i = t + k * bd;
+        bv[k] = nw && i < dim ? nw[i] : 1.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < MN_VALUES; ++k) {
+        const int i = t + k * bd;
         if (i < dim) {
-            float v = __fmul_rn(xv[k], scale);
-            v = nw ? __fmul_rn(v, nw[i]) : v;
+            const float v = __fmul_rn(__fmul_rn(xv[k], scale), bv[k]);
             nout[i] = v;
             // The warp holds the 32 values of one q8_1 block (dim % 32 == 0).
             quantize_lane_q8(v, i, q, ds);

@@ -25,7 +25,7 @@ fetch nvidia-cuda-nvrtc-cu12 nvidia/cuda_nvrtc/lib/libnvrtc.so.12
 fetch nvidia-cuda-nvcc-cu12 nvidia/cuda_nvcc/bin/ptxas
 chmod +x "$TOOLS/x/nvidia/cuda_nvcc/bin/ptxas"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_PTX:-}" ] && cp "$work/all.ptx" "$KEEP_PTX"; rm -rf "$work"' EXIT
 # The sources in the order compile.rs lists them.
 for f in $(grep -o '"[a-z_0-9]*\.cu"' "$ROOT/jetson/src/compile.rs" | tr -d '"' | awk '!seen[$0]++'); do
   [ -f "$ROOT/kernels/$f" ] || continue
