@@ -159,8 +159,11 @@ pub struct CudaBackend {
     /// [`gemv_prefetch_default`]; public so benchmarks can compare.
     pub gemv_prefetch: (u64, u32),
     /// Whether `matmul_add_rmsnorm` at one row runs its norms in the tail of the matmul's own
-    /// launch (`gemv_k_multi_norm`) instead of a norm launch after it. Default on;
-    /// `$GLIMMER_FUSE_NORM=0` turns it off (a measuring knob). Public so benchmarks can compare.
+    /// launch (`gemv_k_multi_norm`) instead of a norm launch after it. Default off:
+    /// correct on the H100 (`cuda-check ops`, e2e) but measured much slower there (30B shape
+    /// 124.5 -> 83.5 tok/s, BENCHMARKS.md session 13) for a reason not yet found;
+    /// `$GLIMMER_FUSE_NORM=1` turns it on (a measuring knob). Public so checks and benchmarks
+    /// can choose.
     pub fuse_norm: bool,
     /// `gemv_k_multi_norm`'s per-block partial sums (`f64`, [`Self::norm_blocks`] of them).
     pub(crate) norm_part: DevMem,
@@ -235,7 +238,7 @@ impl CudaBackend {
             gemv_multi: 2,
             gemv_multi_single: true,
             gemv_prefetch: gemv_prefetch_default(),
-            fuse_norm: std::env::var("GLIMMER_FUSE_NORM").map_or(true, |v| v.trim() != "0"),
+            fuse_norm: std::env::var("GLIMMER_FUSE_NORM").is_ok_and(|v| v.trim() == "1"),
             norm_part: gpu.alloc(norm_blocks * 8)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

@@ -140,7 +140,8 @@ pub trait Backend {
     /// ([`Backend::matmul`], `y` of width `dim`), then, with `post`, the branch's post-norm
     /// and the rest of [`Backend::norm_add_rmsnorm`], else [`Backend::add_rmsnorm`]. That is
     /// the default; a GPU backend may run the norms in the tail of the matmul's own launch
-    /// (the CUDA backend does at one row), saving a launch and the wait on it.
+    /// to save a launch and the wait on it (the CUDA backend can at one row; it is off by
+    /// default there, having measured slower, see `CudaBackend::fuse_norm`).
     #[allow(clippy::too_many_arguments)]
     fn matmul_add_rmsnorm(
         &mut self,

@@ -681,6 +681,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         id: 3006,
     };
     p.cu.upload(&[wo]).map_err(|e| e.to_string())?;
+    let fuse_default = p.cu.fuse_norm;
+    p.cu.fuse_norm = true;
     for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
         for post in [None, Some(&pt)] {
             for rows in [1usize, 3, 1] {
@@ -717,6 +719,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             }
         }
     }
+    p.cu.fuse_norm = fuse_default;
     p.put(x, &xv)?;
     p.run(|b| b.b_rmsnorm(x, None, cols, x))?;
     ok &= p.check("rmsnorm_f32_inplace", x, 1e-5)?;
