@@ -10,6 +10,10 @@
 #
 #   scripts/cuda-compile-check.sh [ARCH]     ARCH: compute capability digits, default 90
 #   GLIMMER_CUDA_DEFINES="NAME=V ..."        kernel tuning macros, as the backend reads them
+#   KEEP_PTX=FILE                            keep the PTX
+#   SASS=FILE                                write the disassembly of every kernel (cuobjdump
+#                                            and nvdisasm from the wheels nvidia-cuda-cuobjdump
+#                                            and nvidia-cuda-nvdisasm, fetched once)
 set -euo pipefail
 ARCH=${1:-90}
 TOOLS=${CUDA_TOOLS:-$HOME/.cache/glimmer/cuda-tools}
@@ -62,4 +66,11 @@ PY
        /Used [0-9]+ registers/ { r = $0; sub(/.*Used /, "", r); print f ": " r }
        /bytes stack frame/ && !/[^0-9]0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads/ {
          s = $0; sub(/^[^0-9]*/, "", s); print f ": " s }' | sort
+if [ -n "${SASS:-}" ]; then
+  fetch nvidia-cuda-cuobjdump nvidia/cu13/bin/cuobjdump
+  fetch nvidia-cuda-nvdisasm nvidia/cu13/bin/nvdisasm
+  chmod +x "$TOOLS/x/nvidia/cu13/bin/cuobjdump" "$TOOLS/x/nvidia/cu13/bin/nvdisasm"
+  PATH="$TOOLS/x/nvidia/cu13/bin:$PATH" cuobjdump -sass "$work/all.cubin" > "$SASS"
+  echo "disassembly in $SASS"
+fi
 echo "kernels compile for sm_$ARCH"
