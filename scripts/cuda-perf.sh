@@ -9,12 +9,15 @@
 #      `cuda-check bench` of each binary on it (per-GEMV times, a per-op profile, prefill, and
 #      decode with and without the graph and programmatic dependent launch);
 #   3. NCU=1: Nsight Compute on one eager decode step of a two-layer model of the same widths
+#      (NCU_MODEL=mid: the small 4-layer `mid` model instead, quicker; NCU_ENV="VAR=V ...":
+#      knobs for the traced runs, e.g. GLIMMER_FUSE_NORM=1)
 #      (every kernel's time, grid and DRAM bytes; NCU_CACHE=all flushes the caches before
 #      each kernel, the default none keeps them warm as in a real step) and on its GEMVs
 #      (occupancy, registers, DRAM throughput, warp stalls), where the machine's runtime lets
 #      ncu read the counters.
 # VARIANTS / ROUNDS / BENCH_ARGS: see step 2 below.
-# Logs go to $OUT; SKIP_CHECKS=1 skips step 1; NCU_GEMV=0 skips the GEMV sections of step 3;
+# Logs go to $OUT; SKIP_CHECKS=1 skips step 1, SKIP_BENCH=1 step 2; NCU_GEMV=0 skips the GEMV
+# sections of step 3;
 # STEPS and PREFILL size the bench.
 set -u
 OUT=${OUT:-$PWD/perf-out}
@@ -42,6 +45,7 @@ if [ "${SKIP_CHECKS:-0}" != 1 ]; then
   for m in tiny tiny-q8_0 mid; do step "e2e-$m" "$first" e2e --model "$M/$m.gguf" --tokens 48; done
 fi
 
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
 [ -s "$M/full.gguf" ] || step synth-full "$first" synth --out "$M/full.gguf" --full
 # VARIANTS="name=ENV;name=ENV": the first binary benched once per entry, with ENV (space-
 # separated VAR=VALUE words, e.g. GLIMMER_CUDA_DEFINES=NORM_PRELOAD=0,GEMV_STREAM_HINT=1 or
@@ -60,17 +64,23 @@ else
       --prefill "${PREFILL:-512}" --steps "${STEPS:-128}" --bw-gib 4 ${BENCH_ARGS:-}
   done
 fi
+fi
 
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
-  [ -s "$M/two.gguf" ] || step synth-two "$first" synth --out "$M/two.gguf" --full --layers 2
+  NM=${NCU_MODEL:-two}
+  if [ "$NM" = mid ]; then
+    [ -s "$M/mid.gguf" ] || step synth-mid "$first" synth --out "$M/mid.gguf" --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
+  else
+    [ -s "$M/two.gguf" ] || step synth-two "$first" synth --out "$M/two.gguf" --full --layers 2
+  fi
   # Every kernel of one eager decode step, in launch order: duration, grid, block, registers,
   # DRAM bytes read; then the time by kernel name. One trace per binary.
   for c in "$B"/cuda-check*; do
     n=$(basename "$c")
-    TAIL=1 step "trace-$n" ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off \
+    TAIL=1 step "trace-$n" env ${NCU_ENV:-} ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off \
       --csv --page raw --print-units base \
       --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,dram__bytes_read.sum \
-      "$c" trace --model "$M/two.gguf" --prefill 512
+      "$c" trace --model "$M/$NM.gguf" --prefill 512
     python3 - "$OUT/trace-$n.log" > "$OUT/trace-$n.txt" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
@@ -90,8 +100,8 @@ for name, (n, us) in sorted(by.items(), key=lambda kv: -kv[1][1]):
 PY
     echo "-- $n"; grep "^BY|\|^kernels" "$OUT/trace-$n.txt"
   done
-  [ "${NCU_GEMV:-1}" = 1 ] && TAIL=10 step ncu-gemv ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off -k "regex:gemv" \
+  [ "${NCU_GEMV:-1}" = 1 ] && TAIL=10 step ncu-gemv env ${NCU_ENV:-} ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off -k "regex:gemv" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-    --section MemoryWorkloadAnalysis "$first" trace --model "$M/two.gguf" --prefill 512
+    --section MemoryWorkloadAnalysis "$first" trace --model "$M/$NM.gguf" --prefill 512
 fi
 grep -h "^SUMMARY|" "$OUT"/bench-*.log | sed 's/^SUMMARY|//'
