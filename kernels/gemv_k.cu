@@ -377,3 +377,137 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PAR
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
                       e2, w3, rb3, n3, t3, o3, pf);
 }
+
+// ---- The same multi-GEMV for Q4_K matrices with its weights copied asynchronously ----
+// gemv_k_multi keeps at most four 16-byte weight loads in flight a thread, in registers;
+// on the H200 its GEMVs stop near 69 % of the copy bandwidth, which reads as too few bytes in
+// flight a multiprocessor (measured: more registers or L2 prefetch instructions did not
+// help). Here each warp streams its passes (a pass: chunk lane & 7 of super-blocks
+// 4j + lane >> 3 of both rows of a pair, BENCHMARKS.md) through a ring of KA_STAGES stages in
+// shared memory with cp.async, which holds no registers while in flight, and walks the passes
+// of all its row pairs as one sequence, so the copies for the next pair are already in flight
+// while the current one ends. Each stage holds the 16 quant bytes of each lane for both rows
+// and the 16-byte header (d, dmin, 12 scale bytes) of the four super-blocks a pass touches.
+// The weights are never written by a kernel, so the first stages are issued before the wait on
+// the previous kernel. Every segment must be Q4_K (the host checks). Dynamic shared memory:
+// (blockDim.x / 32) * KA_STAGES * sizeof(KaStage).
+// Fixed: the host sizes the shared memory from it (jetson/src/fns.rs, KA_STAGES).
+#define KA_STAGES 4
+
+struct KaStage {
+    uint4 q[2][32];
+    uint4 h[2][4];
+};
+static_assert(sizeof(KaStage) == 1152, "the host's KA_STAGE_BYTES");
+
+// 16 bytes from global memory into shared memory, asynchronously (zeros when !pred; `g` must
+// be a valid address either way).
+__device__ __forceinline__ void cp_async16(void* s, const void* g, bool pred) {
+    const u32 sa = (u32)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(g), "r"(pred ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_ring() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(KA_STAGES - 1) : "memory");
+}
+
+// The Q4_K chunk math of q4k_dot, from a staged quant word and super-block header.
+__device__ __forceinline__ float q4k_dot_staged(const uint4 q, const u8* hdr, int c, const ActChunk& a) {
+    const int p = c >> 1, half = c & 1;
+    const u32 dd = *(const u32*)hdr;
+    const u16* s16 = (const u16*)(hdr + 4);
+    const u32 lo = s16[p], hi = s16[p + 2], lw = s16[p & 1];
+    int sc0, sc1, m0, m1;
+    if (p < 2) {
+        sc0 = lo & 63;
+        sc1 = (lo >> 8) & 63;
+        m0 = hi & 63;
+        m1 = (hi >> 8) & 63;
+    } else {
+        sc0 = (hi & 15) | (((lw >> 6) & 3) << 4);
+        sc1 = ((hi >> 8) & 15) | (((lw >> 14) & 3) << 4);
+        m0 = ((hi >> 4) & 15) | (((lo >> 6) & 3) << 4);
+        m1 = ((hi >> 12) & 15) | (((lo >> 14) & 3) << 4);
+    }
+    int s0 = 0, s1 = 0;
+    s0 = __dp4a((int)(q.x & 0x0F0F0F0Fu), (int)a.a0.x, s0);
+    s0 = __dp4a((int)(q.y & 0x0F0F0F0Fu), (int)a.a0.y, s0);
+    s0 = __dp4a((int)(q.z & 0x0F0F0F0Fu), (int)a.a0.z, s0);
+    s0 = __dp4a((int)(q.w & 0x0F0F0F0Fu), (int)a.a0.w, s0);
+    s1 = __dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), (int)a.a1.x, s1);
+    s1 = __dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), (int)a.a1.y, s1);
+    s1 = __dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), (int)a.a1.z, s1);
+    s1 = __dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), (int)a.a1.w, s1);
+    const float d = h2f((u16)(dd & 0xFFFFu));
+    const float dmin = h2f((u16)(dd >> 16));
+    float v = d * ((float)sc0 * a.ds0.x * (float)s0 + (float)sc1 * a.ds1.x * (float)s1);
+    if (half == 0) v -= dmin * ((float)m0 * a.ds0.y + (float)m1 * a.ds1.y);
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_async(K_MULTI_PARAMS) {
+    extern __shared__ KaStage ka_smem[];
+    const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
+    const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c = lane & 7;
+    const int wpb = blockDim.x >> 5;
+    const int first = blockIdx.x * wpb + warp;
+    const int stride = gridDim.x * wpb;
+    KaStage* ring = ka_smem + warp * KA_STAGES;
+    const int nb = cols >> 8;
+    const int npass = (nb + 3) >> 2;
+    const int my_pairs = first < pairs ? (pairs - first + stride - 1) / stride : 0;
+    const int total = my_pairs * npass;
+    // Item j: pass j % npass of this warp's (j / npass)-th row pair.
+    auto issue = [&](int j) {
+        int g = first + (j / npass) * stride;
+        const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
+        const int kb = 4 * (j % npass) + (lane >> 3);
+        const bool valid = kb < nb;
+        KaStage& st = ring[j % KA_STAGES];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const u8* row = s.w + (size_t)min(2 * g + r, s.n - 1) * s.rb;
+            const u8* blk = row + 144 * (size_t)(valid ? kb : 0);
+            cp_async16(&st.q[r][lane], blk + 16 + 16 * c, valid);
+            if (c == r) cp_async16(&st.h[r][lane >> 3], blk, valid);
+        }
+    };
+    for (int j = 0; j < KA_STAGES - 1; ++j) {
+        if (j < total) issue(j);
+        cp_async_commit();
+    }
+    pdl_begin();
+    const size_t ar = blockIdx.y;
+    const i8* a = aq + ar * cols;
+    const float2* ad = ads + ar * (cols >> 5);
+    float acc0 = 0.0f, acc1 = 0.0f;
+    for (int j = 0; j < total; ++j) {
+        // Every lane is done with the stage the next copy overwrites (item j - 1's).
+        __syncwarp();
+        if (j + KA_STAGES - 1 < total) issue(j + KA_STAGES - 1);
+        cp_async_commit();
+        cp_async_wait_ring();
+        __syncwarp();  // the other lanes' copies (the headers) are visible too
+        const int pass = j % npass;
+        const int kb = 4 * pass + (lane >> 3);
+        if (kb < nb) {
+            const KaStage& st = ring[j % KA_STAGES];
+            const ActChunk ac = q4k_act<false>(c, kb, a, ad);
+            acc0 += q4k_dot_staged(st.q[0][lane], (const u8*)&st.h[0][lane >> 3], c, ac);
+            acc1 += q4k_dot_staged(st.q[1][lane], (const u8*)&st.h[1][lane >> 3], c, ac);
+        }
+        if (pass == npass - 1) {
+            int g = first + (j / npass) * stride;
+            const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
+            const float v0 = warp_sum(acc0), v1 = warp_sum(acc1);
+            float* o = s.out + ar * s.n;
+            if (lane == 0) {
+                if (2 * g < s.n) o[2 * g] = v0;
+                if (2 * g + 1 < s.n) o[2 * g + 1] = v1;
+            }
+            acc0 = acc1 = 0.0f;
+        }
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+}

@@ -165,6 +165,14 @@ pub struct CudaBackend {
     /// `$GLIMMER_FUSE_NORM=1` turns it on (a measuring knob). Public so checks and benchmarks
     /// can choose.
     pub fuse_norm: bool,
+    /// Whether `matmul_many` launches whose matrices are all Q4_K take `gemv_k_multi_async`
+    /// (weights streamed through shared memory with cp.async) instead of `gemv_k_multi`.
+    /// Default off: written in session 13 after the last device call, so not yet run on a
+    /// GPU; `$GLIMMER_GEMV_ASYNC=1` turns it on (a measuring knob). Public so checks and
+    /// benchmarks can choose.
+    pub gemv_async: bool,
+    /// How many `gemv_k_multi_async` launches this backend has made (checks read it).
+    pub gemv_async_launches: u64,
     /// `gemv_k_multi_norm`'s per-block partial sums (`f64`, [`Self::norm_blocks`] of them).
     pub(crate) norm_part: DevMem,
     /// Its ticket counter (`u32`, zero between launches: the last block resets it).
@@ -239,6 +247,8 @@ impl CudaBackend {
             gemv_multi_single: true,
             gemv_prefetch: gemv_prefetch_default(),
             fuse_norm: std::env::var("GLIMMER_FUSE_NORM").is_ok_and(|v| v.trim() == "1"),
+            gemv_async: std::env::var("GLIMMER_GEMV_ASYNC").is_ok_and(|v| v.trim() == "1"),
+            gemv_async_launches: 0,
             norm_part: gpu.alloc(norm_blocks * 8)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

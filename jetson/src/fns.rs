@@ -31,6 +31,12 @@ const GEMV_NAMES: [&str; 7] = [
 /// Threads a block of `gemv_k_multi` has (eight warps, two output rows each).
 pub(crate) const MULTI_THREADS: u32 = 256;
 
+/// Stages of each warp's shared-memory ring in `gemv_k_multi_async` (`KA_STAGES`,
+/// kernels/gemv_k.cu) and the bytes of one (`sizeof(KaStage)`: 2 rows × 32 lanes × 16 quant
+/// bytes and 2 rows × 4 headers × 16 bytes).
+pub(crate) const KA_STAGES: u32 = 4;
+pub(crate) const KA_STAGE_BYTES: u32 = 2 * 32 * 16 + 2 * 4 * 16;
+
 /// Every kernel, by op.
 pub(crate) struct Fns {
     pub quantize_q8_1: CudaFunction,
@@ -47,6 +53,9 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_norm` (a one-matrix `gemv_k_multi` whose last block runs the norms
     /// after it) and its resident blocks a multiprocessor.
     pub gemv_multi_norm: (CudaFunction, u32),
+    /// `gemv_k_multi_async` (Q4_K only, weights streamed through shared memory with
+    /// cp.async), its resident blocks a multiprocessor and its dynamic shared memory a block.
+    pub gemv_multi_async: (CudaFunction, u32, u32),
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -100,6 +109,16 @@ impl Fns {
             gemv_smem: [f("gemv_q4_k_s1")?, f("gemv_q6_k_s1")?],
             gemv_multi,
             gemv_multi_norm: multi("gemv_k_multi_norm")?,
+            gemv_multi_async: {
+                let k = f("gemv_k_multi_async")?;
+                let smem = MULTI_THREADS / 32 * KA_STAGES * KA_STAGE_BYTES;
+                let n = k.occupancy_max_active_blocks_per_multiprocessor(
+                    MULTI_THREADS,
+                    smem as usize,
+                    None,
+                )?;
+                (k, n.max(1), smem)
+            },
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,

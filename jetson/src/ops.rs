@@ -225,6 +225,21 @@ impl CudaBackend {
         let gpu = self.gpu.clone();
         let fns = gpu.fns();
         let wpb = (MULTI_THREADS / 32) as usize;
+        let all_q4k = d.iter().flatten().all(|t| t.ty == GgmlType::Q4_K);
+        if tail.is_none() && self.gemv_async && all_q4k {
+            let (f, per_sm, smem) = &fns.gemv_multi_async;
+            let resident = (per_sm * gpu.sm_count()) as usize;
+            let blocks = pairs.div_ceil(wpb).min(resident);
+            gpu.launch_smem(
+                raw(f),
+                (blocks as u32, rows as u32, 1),
+                MULTI_THREADS,
+                *smem,
+                &args,
+            )?;
+            self.gemv_async_launches += 1;
+            return Ok(true);
+        }
         let Some(tail) = tail else {
             let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
             let resident = (per_sm * gpu.sm_count()) as usize;

@@ -266,6 +266,7 @@ pub fn run(
         "gemv_k_multi_b3",
         "gemv_k_multi_b4",
         "gemv_k_multi_norm",
+        "gemv_k_multi_async",
         "gemv_float",
     ];
     const NORMS: &[&str] = &[

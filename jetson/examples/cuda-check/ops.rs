@@ -494,6 +494,49 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     }
     p.cu.gemv_multi = multi_default;
     p.cu.gemv_prefetch = prefetch_default;
+
+    // The asynchronous-copy multi-GEMV (Q4_K only; its last pass of a row is partial at this
+    // width): the Q4_K matrices alone and together, one to three rows. Its launches are
+    // counted, so a silent fallback to gemv_k_multi fails.
+    let async_default = p.cu.gemv_async;
+    p.cu.gemv_async = true;
+    p.cu.gemv_multi_single = true;
+    let q4: Vec<&Tensor<'_>> = ts.iter().filter(|t| t.ty == GgmlType::Q4_K).collect();
+    for (ws, rows) in [
+        (&q4[..], 1usize),
+        (&q4[..], 3),
+        (&q4[..1], 1),
+        (&q4[2..], 2),
+    ] {
+        let x = buf(A, rows * cols);
+        let mut outs = Vec::new();
+        let mut off = B;
+        for w in ws {
+            outs.push(buf(off, rows * w.rows));
+            off += rows * w.rows;
+        }
+        p.put(x, &rng.vec(x.len, 1.0))?;
+        p.poison(buf(B, off - B))?;
+        let before = p.cu.gemv_async_launches;
+        p.run(|b| b.b_matmul_many(ws, x, rows, &outs))?;
+        let n_mats = ws.len();
+        if p.cu.gemv_async_launches != before + 1 {
+            println!("matmul_many{n_mats}_async_rows{rows}: the async kernel did not run  FAIL");
+            ok = false;
+        }
+        for (w, &o) in ws.iter().zip(&outs) {
+            ok &= p.check(
+                &format!(
+                    "matmul_many{n_mats}_async_{}_{}x{cols}_rows{rows}",
+                    w.ty.name(),
+                    w.rows
+                ),
+                o,
+                matmul_tol(w.ty),
+            )?;
+        }
+    }
+    p.cu.gemv_async = async_default;
     p.cu.gemv_multi_single = false;
 
     // Embedding rows and the rest: 512 wide.
