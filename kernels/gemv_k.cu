@@ -35,15 +35,11 @@ __device__ __forceinline__ ActChunk q4k_act(int c, int kb, const i8* __restrict_
     return a;
 }
 
-// The weight side of a Q4_K chunk (super-block at `b`) against its activations.
-__device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const ActChunk& a) {
-    const uint4 q = ld_weights16(b + 16 + 16 * c);
+// A Q4_K chunk's value from its 16 quant bytes q, the super-block's d/dmin word dd and the
+// three 16-bit words of its 12 scale bytes that chunk c needs (lo: bytes 2p, 2p+1; hi: bytes
+// 2p+4, 2p+5; lw: bytes 2(p & 1), 2(p & 1)+1, with p = c >> 1), against its activations.
+__device__ __forceinline__ float q4k_math(const uint4 q, u32 dd, u32 lo, u32 hi, u32 lw, int c, const ActChunk& a) {
     const int p = c >> 1, half = c & 1;
-    const u32 dd = __ldg((const u32*)b);
-    const u16* s16 = (const u16*)(b + 4);
-    const u32 lo = __ldg(s16 + p);       // scale bytes 2p, 2p+1
-    const u32 hi = __ldg(s16 + p + 2);   // bytes 2p+4, 2p+5
-    const u32 lw = __ldg(s16 + (p & 1)); // bytes 2p-4, 2p-3 when p >= 2
     int sc0, sc1, m0, m1;
     if (p < 2) {
         sc0 = lo & 63;
@@ -71,6 +67,14 @@ __device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const 
     // Each sub-block's min term once, from the thread holding its first 16 elements.
     if (half == 0) v -= dmin * ((float)m0 * a.ds0.y + (float)m1 * a.ds1.y);
     return v;
+}
+
+// The weight side of a Q4_K chunk (super-block at `b`) against its activations.
+__device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const ActChunk& a) {
+    const uint4 q = ld_weights16(b + 16 + 16 * c);
+    const int p = c >> 1;
+    const u16* s16 = (const u16*)(b + 4);
+    return q4k_math(q, __ldg((const u32*)b), __ldg(s16 + p), __ldg(s16 + p + 2), __ldg(s16 + (p & 1)), c, a);
 }
 
 // Q6_K chunk c (0..8) of super-block kb: half h = c>>2, l0 = 16(c&3); ql bytes 64h + l0.. give
@@ -411,38 +415,11 @@ __device__ __forceinline__ void cp_async_wait_ring() {
     asm volatile("cp.async.wait_group %0;" ::"n"(KA_STAGES - 1) : "memory");
 }
 
-// The Q4_K chunk math of q4k_dot, from a staged quant word and super-block header.
+// A Q4_K chunk from a staged quant word and super-block header (shared memory).
 __device__ __forceinline__ float q4k_dot_staged(const uint4 q, const u8* hdr, int c, const ActChunk& a) {
-    const int p = c >> 1, half = c & 1;
-    const u32 dd = *(const u32*)hdr;
+    const int p = c >> 1;
     const u16* s16 = (const u16*)(hdr + 4);
-    const u32 lo = s16[p], hi = s16[p + 2], lw = s16[p & 1];
-    int sc0, sc1, m0, m1;
-    if (p < 2) {
-        sc0 = lo & 63;
-        sc1 = (lo >> 8) & 63;
-        m0 = hi & 63;
-        m1 = (hi >> 8) & 63;
-    } else {
-        sc0 = (hi & 15) | (((lw >> 6) & 3) << 4);
-        sc1 = ((hi >> 8) & 15) | (((lw >> 14) & 3) << 4);
-        m0 = ((hi >> 4) & 15) | (((lo >> 6) & 3) << 4);
-        m1 = ((hi >> 12) & 15) | (((lo >> 14) & 3) << 4);
-    }
-    int s0 = 0, s1 = 0;
-    s0 = __dp4a((int)(q.x & 0x0F0F0F0Fu), (int)a.a0.x, s0);
-    s0 = __dp4a((int)(q.y & 0x0F0F0F0Fu), (int)a.a0.y, s0);
-    s0 = __dp4a((int)(q.z & 0x0F0F0F0Fu), (int)a.a0.z, s0);
-    s0 = __dp4a((int)(q.w & 0x0F0F0F0Fu), (int)a.a0.w, s0);
-    s1 = __dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), (int)a.a1.x, s1);
-    s1 = __dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), (int)a.a1.y, s1);
-    s1 = __dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), (int)a.a1.z, s1);
-    s1 = __dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), (int)a.a1.w, s1);
-    const float d = h2f((u16)(dd & 0xFFFFu));
-    const float dmin = h2f((u16)(dd >> 16));
-    float v = d * ((float)sc0 * a.ds0.x * (float)s0 + (float)sc1 * a.ds1.x * (float)s1);
-    if (half == 0) v -= dmin * ((float)m0 * a.ds0.y + (float)m1 * a.ds1.y);
-    return v;
+    return q4k_math(q, *(const u32*)hdr, s16[p], s16[p + 2], s16[p & 1], c, a);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_async(K_MULTI_PARAMS) {
