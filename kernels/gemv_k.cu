@@ -94,18 +94,11 @@ __device__ __forceinline__ ActChunk q6k_act(int c, int kb, const i8* __restrict_
     return a;
 }
 
-// The weight side of a Q6_K chunk against its activations, from the row's planes (nb blocks):
-// ql at 128 kb, qh at 128 nb + 64 kb, scales at 192 nb + 16 kb, d at 208 nb + 2 kb.
-__device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int nb, int c, const ActChunk& a) {
-    const int h = c >> 2, cc = c & 3;
-    // 32-bit offsets (a row is far below 4 GiB): fewer registers than four plane pointers.
-    const u32 ukb = (u32)kb, unb = (u32)nb;
-    const uint4 l4 = ld_weights16(row + (128 * ukb + 16 * c));
-    const uint4 h4 = ld_weights16(row + (128 * unb + 64 * ukb + 32 * h + 16 * (cc & 1)));
-    const u32 so = 192 * unb + 16 * ukb + 8 * h + cc;
-    const float sc0 = (float)(i8)__ldg(row + so);
-    const float sc1 = (float)(i8)__ldg(row + so + 4);
-    const float d = h2f(__ldg((const u16*)(row + (208 * unb + 2 * ukb))));
+// A Q6_K chunk's value from its 16 low-quant bytes l4, the 16 high-bit bytes h4 it reads,
+// its two sub-block scales and the super-block's d, against its activations.
+__device__ __forceinline__ float q6k_math(const uint4 l4, const uint4 h4, float sc0, float sc1, float d, int c,
+                                          const ActChunk& a) {
+    const int cc = c & 3;
     const u32 ql[4] = {l4.x, l4.y, l4.z, l4.w};
     const u32 qh[4] = {h4.x, h4.y, h4.z, h4.w};
     const u32 sl = 2 * (cc >> 1);
@@ -123,6 +116,21 @@ __device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int
         s1 = __dp4a(n32, av1[i], __dp4a(hi, av1[i], s1));
     }
     return d * (sc0 * a.ds0.x * (float)s0 + sc1 * a.ds1.x * (float)s1);
+}
+
+// The weight side of a Q6_K chunk against its activations, from the row's planes (nb blocks):
+// ql at 128 kb, qh at 128 nb + 64 kb, scales at 192 nb + 16 kb, d at 208 nb + 2 kb.
+__device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int nb, int c, const ActChunk& a) {
+    const int h = c >> 2, cc = c & 3;
+    // 32-bit offsets (a row is far below 4 GiB): fewer registers than four plane pointers.
+    const u32 ukb = (u32)kb, unb = (u32)nb;
+    const uint4 l4 = ld_weights16(row + (128 * ukb + 16 * c));
+    const uint4 h4 = ld_weights16(row + (128 * unb + 64 * ukb + 32 * h + 16 * (cc & 1)));
+    const u32 so = 192 * unb + 16 * ukb + 8 * h + cc;
+    const float sc0 = (float)(i8)__ldg(row + so);
+    const float sc1 = (float)(i8)__ldg(row + so + 4);
+    const float d = h2f(__ldg((const u16*)(row + (208 * unb + 2 * ukb))));
+    return q6k_math(l4, h4, sc0, sc1, d, c, a);
 }
 
 // Chunk c of super-block kb of a row of nb super-blocks against its activations.
@@ -382,33 +390,47 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PAR
                       e2, w3, rb3, n3, t3, o3, pf);
 }
 
-// ---- The same multi-GEMV for Q4_K matrices with its weights copied asynchronously ----
+// ---- The same multi-GEMV with its weights copied asynchronously (Q4_K or Q6_K) ----
 // gemv_k_multi keeps at most four 16-byte weight loads in flight a thread, in registers;
 // on the H200 its GEMVs stop near 69 % of the copy bandwidth, which reads as too few bytes in
 // flight a multiprocessor (measured: more registers or L2 prefetch instructions did not
 // help). Here each warp streams its passes (a pass: chunk lane & 7 of super-blocks
-// 4j + lane >> 3 of both rows of a pair, BENCHMARKS.md) through a ring of KA_STAGES stages in
-// shared memory with cp.async, which holds no registers while in flight, and walks the passes
-// of all its row pairs as one sequence, so the copies for the next pair are already in flight
-// while the current one ends. Each stage holds the 16 quant bytes of each lane for both rows
-// and the 16-byte header (d, dmin, 12 scale bytes) of the four super-blocks a pass touches.
-// The weights are never written by a kernel, so the first stages are issued before the wait on
-// the previous kernel. Every segment must be Q4_K (the host checks). Dynamic shared memory:
-// (blockDim.x / 32) * KA_STAGES * sizeof(KaStage).
+// 4j + lane >> 3 of both rows of a pair, as k_rows walks them) through a ring of KA_STAGES
+// stages in shared memory with cp.async, which holds no registers while in flight, and walks
+// the passes of all its row pairs as one sequence, so the copies for the next pair are already
+// in flight while the current one ends. The weights are never written by a kernel, so the
+// first stages are issued before the wait on the previous kernel. Every segment of a launch
+// has the kernel's type (the host checks). Dynamic shared memory:
+// (blockDim.x / 32) * KA_STAGES * sizeof(stage).
 // Fixed: the host sizes the shared memory from it (jetson/src/fns.rs, KA_STAGES).
 #define KA_STAGES 4
 
-struct KaStage {
+// Q4_K: each lane's 16 quant bytes for both rows, and the 16-byte header (d, dmin, 12 scale
+// bytes) of the four super-blocks a pass touches.
+struct KaStage4 {
     uint4 q[2][32];
     uint4 h[2][4];
 };
-static_assert(sizeof(KaStage) == 1152, "the host's KA_STAGE_BYTES");
+static_assert(sizeof(KaStage4) == 1152, "the host's KA_STAGE4_BYTES");
+// Q6_K (planes as q6k_dot reads them): each lane's 16 low-quant and 16 high-bit bytes for both
+// rows, the 16 scale bytes of each super-block, and the aligned 4 bytes holding its d.
+struct KaStage6 {
+    uint4 ql[2][32];
+    uint4 qh[2][32];
+    uint4 sc[2][4];
+    u32 d[2][4];
+};
+static_assert(sizeof(KaStage6) == 2208, "the host's KA_STAGE6_BYTES");
 
-// 16 bytes from global memory into shared memory, asynchronously (zeros when !pred; `g` must
-// be a valid address either way).
-__device__ __forceinline__ void cp_async16(void* s, const void* g, bool pred) {
+// `bytes` (4, 8 or 16) from global into shared memory, asynchronously, of which the first
+// `src` are read and the rest zeroed (`g` must be a valid address either way).
+__device__ __forceinline__ void cp_async16(void* s, const void* g, int src) {
     const u32 sa = (u32)__cvta_generic_to_shared(s);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(g), "r"(pred ? 16 : 0) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(g), "r"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* s, const void* g, int src) {
+    const u32 sa = (u32)__cvta_generic_to_shared(s);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sa), "l"(g), "r"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_ring() {
@@ -422,15 +444,52 @@ __device__ __forceinline__ float q4k_dot_staged(const uint4 q, const u8* hdr, in
     return q4k_math(q, *(const u32*)hdr, s16[p], s16[p + 2], s16[p & 1], c, a);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_async(K_MULTI_PARAMS) {
-    extern __shared__ KaStage ka_smem[];
+// A Q6_K chunk of row r of super-block kb from a stage.
+__device__ __forceinline__ float q6k_dot_staged(const KaStage6& st, int r, int lane, int kb, const ActChunk& a) {
+    const int c = lane & 7, g = lane >> 3, h = c >> 2, cc = c & 3;
+    const u8* scb = (const u8*)&st.sc[r][g];
+    const float sc0 = (float)(i8)scb[8 * h + cc];
+    const float sc1 = (float)(i8)scb[8 * h + cc + 4];
+    const float d = h2f((u16)(st.d[r][g] >> (16 * (kb & 1))));
+    return q6k_math(st.ql[r][lane], st.qh[r][lane], sc0, sc1, d, c, a);
+}
+
+// Issues the copies of pass `pass` of rows row0, row1 (of nb super-blocks) into `st`.
+template <int T, typename Stage>
+__device__ __forceinline__ void ka_issue(Stage& st, const u8* row0, const u8* row1, u64 nb, int pass, int lane) {
+    const int c = lane & 7, g = lane >> 3;
+    const u64 kb = 4 * (u64)pass + g;
+    const bool valid = kb < nb;
+    const u64 k = valid ? kb : 0;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const u8* row = r ? row1 : row0;
+        if constexpr (T == T_Q4_K) {
+            const u8* blk = row + 144 * k;
+            cp_async16(&st.q[r][lane], blk + 16 + 16 * c, valid ? 16 : 0);
+            if (c == r) cp_async16(&st.h[r][g], blk, valid ? 16 : 0);
+        } else {
+            const int h = c >> 2, cc = c & 3;
+            cp_async16(&st.ql[r][lane], row + 128 * k + 16 * c, valid ? 16 : 0);
+            cp_async16(&st.qh[r][lane], row + 128 * nb + 64 * k + 32 * h + 16 * (cc & 1), valid ? 16 : 0);
+            if (c == r) cp_async16(&st.sc[r][g], row + 192 * nb + 16 * k, valid ? 16 : 0);
+            // d of super-block kb: the aligned 4 bytes holding it (and its even/odd
+            // neighbour's, read only where that neighbour exists).
+            if (c == 2 + r) cp_async4(&st.d[r][g], row + 208 * nb + 4 * (k >> 1), valid ? ((k | 1) < nb ? 4 : 2) : 0);
+        }
+    }
+}
+
+template <int T, typename Stage>
+__device__ __forceinline__ void gemv_k_multi_async_body(K_MULTI_PARAMS) {
+    extern __shared__ uint4 ka_smem_raw[];
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c = lane & 7;
     const int wpb = blockDim.x >> 5;
     const int first = blockIdx.x * wpb + warp;
     const int stride = gridDim.x * wpb;
-    KaStage* ring = ka_smem + warp * KA_STAGES;
+    Stage* ring = (Stage*)ka_smem_raw + warp * KA_STAGES;
     const int nb = cols >> 8;
     const int npass = (nb + 3) >> 2;
     const int my_pairs = first < pairs ? (pairs - first + stride - 1) / stride : 0;
@@ -439,16 +498,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_async(K_MULTI_
     auto issue = [&](int j) {
         int g = first + (j / npass) * stride;
         const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
-        const int kb = 4 * (j % npass) + (lane >> 3);
-        const bool valid = kb < nb;
-        KaStage& st = ring[j % KA_STAGES];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const u8* row = s.w + (size_t)min(2 * g + r, s.n - 1) * s.rb;
-            const u8* blk = row + 144 * (size_t)(valid ? kb : 0);
-            cp_async16(&st.q[r][lane], blk + 16 + 16 * c, valid);
-            if (c == r) cp_async16(&st.h[r][lane >> 3], blk, valid);
-        }
+        const u8* row0 = s.w + (size_t)min(2 * g, s.n - 1) * s.rb;
+        const u8* row1 = s.w + (size_t)min(2 * g + 1, s.n - 1) * s.rb;
+        ka_issue<T>(ring[j % KA_STAGES], row0, row1, (u64)nb, j % npass, lane);
     };
     for (int j = 0; j < KA_STAGES - 1; ++j) {
         if (j < total) issue(j);
@@ -465,14 +517,20 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_async(K_MULTI_
         if (j + KA_STAGES - 1 < total) issue(j + KA_STAGES - 1);
         cp_async_commit();
         cp_async_wait_ring();
-        __syncwarp();  // the other lanes' copies (the headers) are visible too
+        __syncwarp();  // the other lanes' copies (headers, scales, d) are visible too
         const int pass = j % npass;
         const int kb = 4 * pass + (lane >> 3);
         if (kb < nb) {
-            const KaStage& st = ring[j % KA_STAGES];
-            const ActChunk ac = q4k_act<false>(c, kb, a, ad);
-            acc0 += q4k_dot_staged(st.q[0][lane], (const u8*)&st.h[0][lane >> 3], c, ac);
-            acc1 += q4k_dot_staged(st.q[1][lane], (const u8*)&st.h[1][lane >> 3], c, ac);
+            const Stage& st = ring[j % KA_STAGES];
+            if constexpr (T == T_Q4_K) {
+                const ActChunk ac = q4k_act<false>(c, kb, a, ad);
+                acc0 += q4k_dot_staged(st.q[0][lane], (const u8*)&st.h[0][lane >> 3], c, ac);
+                acc1 += q4k_dot_staged(st.q[1][lane], (const u8*)&st.h[1][lane >> 3], c, ac);
+            } else {
+                const ActChunk ac = q6k_act<false>(c, kb, a, ad);
+                acc0 += q6k_dot_staged(st, 0, lane, kb, ac);
+                acc1 += q6k_dot_staged(st, 1, lane, kb, ac);
+            }
         }
         if (pass == npass - 1) {
             int g = first + (j / npass) * stride;
@@ -487,4 +545,17 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_async(K_MULTI_
         }
     }
     asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+// Q4_K: 256 threads (8 warps: 36 KiB of stages a block).
+extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_async(K_MULTI_PARAMS) {
+    gemv_k_multi_async_body<T_Q4_K, KaStage4>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1,
+                                              w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf);
+}
+
+// Q6_K: 128 threads (4 warps: 34.5 KiB of stages a block, under the 48 KiB that needs no
+// opt-in), four blocks a multiprocessor for the same 16 warps.
+extern "C" __global__ void __launch_bounds__(128, 4) gemv_k_multi_async6(K_MULTI_PARAMS) {
+    gemv_k_multi_async_body<T_Q6_K, KaStage6>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1,
+                                              w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf);
 }

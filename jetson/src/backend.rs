@@ -165,13 +165,14 @@ pub struct CudaBackend {
     /// `$GLIMMER_FUSE_NORM=1` turns it on (a measuring knob). Public so checks and benchmarks
     /// can choose.
     pub fuse_norm: bool,
-    /// Whether `matmul_many` launches whose matrices are all Q4_K take `gemv_k_multi_async`
-    /// (weights streamed through shared memory with cp.async) instead of `gemv_k_multi`.
+    /// Whether multi-GEMV launches whose matrices are all Q4_K or all Q6_K take
+    /// `gemv_k_multi_async` / `gemv_k_multi_async6` (weights streamed through shared memory
+    /// with cp.async) instead of `gemv_k_multi`.
     /// Default off: written in session 13 after the last device call, so not yet run on a
     /// GPU; `$GLIMMER_GEMV_ASYNC=1` turns it on (a measuring knob). Public so checks and
     /// benchmarks can choose.
     pub gemv_async: bool,
-    /// How many `gemv_k_multi_async` launches this backend has made (checks read it).
+    /// How many `gemv_k_multi_async*` launches this backend has made (checks read it).
     pub gemv_async_launches: u64,
     /// `gemv_k_multi_norm`'s per-block partial sums (`f64`, [`Self::norm_blocks`] of them).
     pub(crate) norm_part: DevMem,

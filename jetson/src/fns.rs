@@ -31,11 +31,15 @@ const GEMV_NAMES: [&str; 7] = [
 /// Threads a block of `gemv_k_multi` has (eight warps, two output rows each).
 pub(crate) const MULTI_THREADS: u32 = 256;
 
-/// Stages of each warp's shared-memory ring in `gemv_k_multi_async` (`KA_STAGES`,
-/// kernels/gemv_k.cu) and the bytes of one (`sizeof(KaStage)`: 2 rows × 32 lanes × 16 quant
-/// bytes and 2 rows × 4 headers × 16 bytes).
+/// Stages of each warp's shared-memory ring in `gemv_k_multi_async*` (`KA_STAGES`,
+/// kernels/gemv_k.cu).
 pub(crate) const KA_STAGES: u32 = 4;
-pub(crate) const KA_STAGE_BYTES: u32 = 2 * 32 * 16 + 2 * 4 * 16;
+/// Bytes of one Q4_K stage (`sizeof(KaStage4)`: 2 rows × 32 lanes × 16 quant bytes, 2 rows ×
+/// 4 headers × 16 bytes).
+pub(crate) const KA_STAGE4_BYTES: u32 = 2 * 32 * 16 + 2 * 4 * 16;
+/// Bytes of one Q6_K stage (`sizeof(KaStage6)`: 2 rows × 32 lanes × (16 + 16) quant bytes,
+/// 2 rows × 4 × 16 scale bytes, 2 rows × 4 × 4 bytes holding d).
+pub(crate) const KA_STAGE6_BYTES: u32 = 2 * 32 * 32 + 2 * 4 * 16 + 2 * 4 * 4;
 
 /// Every kernel, by op.
 pub(crate) struct Fns {
@@ -53,9 +57,10 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_norm` (a one-matrix `gemv_k_multi` whose last block runs the norms
     /// after it) and its resident blocks a multiprocessor.
     pub gemv_multi_norm: (CudaFunction, u32),
-    /// `gemv_k_multi_async` (Q4_K only, weights streamed through shared memory with
-    /// cp.async), its resident blocks a multiprocessor and its dynamic shared memory a block.
-    pub gemv_multi_async: (CudaFunction, u32, u32),
+    /// `gemv_k_multi_async` (Q4_K) and `gemv_k_multi_async6` (Q6_K): weights streamed
+    /// through shared memory with cp.async. Each with its resident blocks a multiprocessor,
+    /// its dynamic shared memory a block and its threads a block.
+    pub gemv_multi_async: [(CudaFunction, u32, u32, u32); 2],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -97,6 +102,13 @@ impl Fns {
             let n = k.occupancy_max_active_blocks_per_multiprocessor(MULTI_THREADS, 0, None)?;
             Ok((k, n.max(1)))
         };
+        let async_kernel = |name: &str, threads: u32, stage: u32| {
+            let k = f(name)?;
+            let smem = threads / 32 * KA_STAGES * stage;
+            let n =
+                k.occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)?;
+            Ok::<_, CudaError>((k, n.max(1), smem, threads))
+        };
         let gemv_multi = [
             multi("gemv_k_multi")?,
             multi("gemv_k_multi_b3")?,
@@ -109,16 +121,10 @@ impl Fns {
             gemv_smem: [f("gemv_q4_k_s1")?, f("gemv_q6_k_s1")?],
             gemv_multi,
             gemv_multi_norm: multi("gemv_k_multi_norm")?,
-            gemv_multi_async: {
-                let k = f("gemv_k_multi_async")?;
-                let smem = MULTI_THREADS / 32 * KA_STAGES * KA_STAGE_BYTES;
-                let n = k.occupancy_max_active_blocks_per_multiprocessor(
-                    MULTI_THREADS,
-                    smem as usize,
-                    None,
-                )?;
-                (k, n.max(1), smem)
-            },
+            gemv_multi_async: [
+                async_kernel("gemv_k_multi_async", 256, KA_STAGE4_BYTES)?,
+                async_kernel("gemv_k_multi_async6", 128, KA_STAGE6_BYTES)?,
+            ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,
             rmsnorm: f("rmsnorm_f32")?,

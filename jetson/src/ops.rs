@@ -225,15 +225,21 @@ impl CudaBackend {
         let gpu = self.gpu.clone();
         let fns = gpu.fns();
         let wpb = (MULTI_THREADS / 32) as usize;
-        let all_q4k = d.iter().flatten().all(|t| t.ty == GgmlType::Q4_K);
-        if tail.is_none() && self.gemv_async && all_q4k {
-            let (f, per_sm, smem) = &fns.gemv_multi_async;
+        // The asynchronous-copy kernels take launches whose matrices are all of their type.
+        let same = |ty| d.iter().flatten().all(|t| t.ty == ty);
+        let async_kernel = match (same(GgmlType::Q4_K), same(GgmlType::Q6_K)) {
+            (true, _) => Some(0),
+            (_, true) => Some(1),
+            _ => None,
+        };
+        if let (None, true, Some(i)) = (tail, self.gemv_async, async_kernel) {
+            let (f, per_sm, smem, threads) = &fns.gemv_multi_async[i];
             let resident = (per_sm * gpu.sm_count()) as usize;
-            let blocks = pairs.div_ceil(wpb).min(resident);
+            let blocks = pairs.div_ceil((threads / 32) as usize).min(resident);
             gpu.launch_smem(
                 raw(f),
                 (blocks as u32, rows as u32, 1),
-                MULTI_THREADS,
+                *threads,
                 *smem,
                 &args,
             )?;

@@ -267,6 +267,7 @@ pub fn run(
         "gemv_k_multi_b4",
         "gemv_k_multi_norm",
         "gemv_k_multi_async",
+        "gemv_k_multi_async6",
         "gemv_float",
     ];
     const NORMS: &[&str] = &[

@@ -495,19 +495,24 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     p.cu.gemv_multi = multi_default;
     p.cu.gemv_prefetch = prefetch_default;
 
-    // The asynchronous-copy multi-GEMV (Q4_K only; its last pass of a row is partial at this
-    // width): the Q4_K matrices alone and together, one to three rows. Its launches are
-    // counted, so a silent fallback to gemv_k_multi fails.
+    // The asynchronous-copy multi-GEMVs (one type a launch, Q4_K or Q6_K; the last pass of a
+    // row is partial at this width, and the last Q6_K super-block's d has no odd neighbour):
+    // the Q4_K matrices alone and together and the Q6_K one, one to three rows. Their launches
+    // are counted, so a silent fallback to gemv_k_multi fails.
     let async_default = p.cu.gemv_async;
     p.cu.gemv_async = true;
     p.cu.gemv_multi_single = true;
     let q4: Vec<&Tensor<'_>> = ts.iter().filter(|t| t.ty == GgmlType::Q4_K).collect();
-    for (ws, rows) in [
+    let q6: Vec<&Tensor<'_>> = ts.iter().filter(|t| t.ty == GgmlType::Q6_K).collect();
+    let sets = [
         (&q4[..], 1usize),
         (&q4[..], 3),
         (&q4[..1], 1),
         (&q4[2..], 2),
-    ] {
+        (&q6[..], 1),
+        (&q6[..], 3),
+    ];
+    for (ws, rows) in sets {
         let x = buf(A, rows * cols);
         let mut outs = Vec::new();
         let mut off = B;
