@@ -422,8 +422,8 @@ struct KaStage6 {
 };
 static_assert(sizeof(KaStage6) == 2208, "the host's KA_STAGE6_BYTES");
 
-// `bytes` (4, 8 or 16) from global into shared memory, asynchronously, of which the first
-// `src` are read and the rest zeroed (`g` must be a valid address either way).
+// 16 (cp_async16) or 4 (cp_async4) bytes from global into shared memory, asynchronously, of
+// which the first `src` are read and the rest zeroed (`g` must be a valid address either way).
 __device__ __forceinline__ void cp_async16(void* s, const void* g, int src) {
     const u32 sa = (u32)__cvta_generic_to_shared(s);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(sa), "l"(g), "r"(src) : "memory");

@@ -178,7 +178,8 @@ pub struct CudaBackend {
     pub(crate) norm_part: DevMem,
     /// Its ticket counter (`u32`, zero between launches: the last block resets it).
     pub(crate) norm_ctr: DevMem,
-    /// The most blocks a `gemv_k_multi_norm` launch may have (one resident wave).
+    /// The most blocks a `gemv_k_multi_norm` launch may have: one resident wave, and the
+    /// size of [`Self::norm_part`].
     pub(crate) norm_blocks: usize,
     /// How many `gemv_k_multi_norm` launches this backend has made (checks read it to see
     /// that the fused path ran).
@@ -192,6 +193,11 @@ pub fn gemv_prefetch_default() -> (u64, u32) {
         .ok()
         .and_then(|v| parse_prefetch(&v))
         .unwrap_or((0, 0))
+}
+
+/// Whether the measuring knob `name` is set to 1.
+fn env_on(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v.trim() == "1")
 }
 
 /// `MAX_MB:BYTES` (per-warp bytes at most 1 MiB) as (max bytes, per-warp bytes).
@@ -247,8 +253,8 @@ impl CudaBackend {
             gemv_multi: 2,
             gemv_multi_single: true,
             gemv_prefetch: gemv_prefetch_default(),
-            fuse_norm: std::env::var("GLIMMER_FUSE_NORM").is_ok_and(|v| v.trim() == "1"),
-            gemv_async: std::env::var("GLIMMER_GEMV_ASYNC").is_ok_and(|v| v.trim() == "1"),
+            fuse_norm: env_on("GLIMMER_FUSE_NORM"),
+            gemv_async: env_on("GLIMMER_GEMV_ASYNC"),
             gemv_async_launches: 0,
             norm_part: gpu.alloc(norm_blocks * 8)?,
             norm_ctr: gpu.alloc(4)?,

@@ -129,8 +129,8 @@ impl CudaBackend {
     /// input rows in one launch. Returns `Ok(false)` without launching anything when the
     /// matrices or regions do not qualify (the caller then runs them one by one).
     ///
-    /// With `tail` (one matrix, one row: `matmul_add_rmsnorm`), the launch is
-    /// `gemv_k_multi_norm`, whose last block runs the norms described there.
+    /// With `tail` (the caller, `matmul_norm_fused`, passes one matrix and one row), the
+    /// launch is `gemv_k_multi_norm`, whose last block runs the norms described there.
     fn matmul_multi(
         &mut self,
         ws: &[&Tensor<'_>],
@@ -145,9 +145,7 @@ impl CudaBackend {
         } else {
             2
         };
-        if tail.is_some() && (ws.len() != 1 || rows != 1) {
-            return Ok(false);
-        }
+        debug_assert!(tail.is_none() || (ws.len() == 1 && rows == 1));
         if !(2..=4).contains(&self.gemv_multi)
             || rows == 0
             || rows >= 8
@@ -225,6 +223,9 @@ impl CudaBackend {
         let gpu = self.gpu.clone();
         let fns = gpu.fns();
         let wpb = (MULTI_THREADS / 32) as usize;
+        // Blocks of `warps` warps enough for a warp a row pair, at most `resident`.
+        let grid = |warps: usize, resident: usize| pairs.div_ceil(warps).min(resident);
+        let wave = |per_sm: u32| (per_sm * gpu.sm_count()) as usize;
         // The asynchronous-copy kernels take launches whose matrices are all of their type.
         let same = |ty| d.iter().flatten().all(|t| t.ty == ty);
         let async_kernel = match (same(GgmlType::Q4_K), same(GgmlType::Q6_K)) {
@@ -234,8 +235,7 @@ impl CudaBackend {
         };
         if let (None, true, Some(i)) = (tail, self.gemv_async, async_kernel) {
             let (f, per_sm, smem, threads) = &fns.gemv_multi_async[i];
-            let resident = (per_sm * gpu.sm_count()) as usize;
-            let blocks = pairs.div_ceil((threads / 32) as usize).min(resident);
+            let blocks = grid((threads / 32) as usize, wave(*per_sm));
             gpu.launch_smem(
                 raw(f),
                 (blocks as u32, rows as u32, 1),
@@ -248,8 +248,7 @@ impl CudaBackend {
         }
         let Some(tail) = tail else {
             let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
-            let resident = (per_sm * gpu.sm_count()) as usize;
-            let blocks = pairs.div_ceil(wpb).min(resident);
+            let blocks = grid(wpb, wave(*per_sm));
             gpu.launch(
                 raw(f),
                 (blocks as u32, rows as u32, 1),
@@ -258,10 +257,9 @@ impl CudaBackend {
             )?;
             return Ok(true);
         };
-        // The tail's partial sums hold one f64 a block (`norm_part`).
-        let (f, per_sm) = &fns.gemv_multi_norm;
-        let resident = (per_sm * gpu.sm_count()) as usize;
-        let blocks = pairs.div_ceil(wpb).min(resident).min(self.norm_blocks);
+        // One wave, which is also what `norm_part` holds a partial sum for.
+        let blocks = grid(wpb, self.norm_blocks);
+        let f = &fns.gemv_multi_norm.0;
         let mut all = [Arg::I(0); 4 + 6 * SEGS + NORM_TAIL_ARGS];
         all[..args.len()].copy_from_slice(&args);
         all[args.len()..].copy_from_slice(tail);

@@ -379,6 +379,34 @@ fn matmul_tol(ty: GgmlType) -> f32 {
     }
 }
 
+/// `matmul_many` of `ws` (all as wide) over `rows` fresh random input rows on both backends,
+/// each output checked against the CPU as `{label}_{type}_{rows}x{cols}_rows{rows}`.
+fn check_matmul_many(
+    p: &mut Pair,
+    rng: &mut Rng,
+    ws: &[&Tensor<'_>],
+    rows: usize,
+    label: &str,
+) -> Result<bool, String> {
+    let cols = ws[0].cols;
+    let x = buf(A, rows * cols);
+    let mut outs = Vec::new();
+    let mut off = B;
+    for w in ws {
+        outs.push(buf(off, rows * w.rows));
+        off += rows * w.rows;
+    }
+    p.put(x, &rng.vec(x.len, 1.0))?;
+    p.poison(buf(B, off - B))?;
+    p.run(|b| b.b_matmul_many(ws, x, rows, &outs))?;
+    let mut ok = true;
+    for (w, &o) in ws.iter().zip(&outs) {
+        let name = format!("{label}_{}_{}x{cols}_rows{rows}", w.ty.name(), w.rows);
+        ok &= p.check(&name, o, matmul_tol(w.ty))?;
+    }
+    Ok(ok)
+}
+
 /// Runs every check; returns whether all passed.
 pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     let mut p = Pair::new(gpu)?;
@@ -468,28 +496,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         p.cu.gemv_multi_single = multi != 0;
         for (n_mats, rows) in [(4, 1), (4, 3), (2, 1), (3, 2), (1, 3)] {
             let ws: Vec<&Tensor<'_>> = ts[4 - n_mats..].iter().collect();
-            let x = buf(A, rows * cols);
-            let mut outs = Vec::new();
-            let mut off = B;
-            for w in &ws {
-                outs.push(buf(off, rows * w.rows));
-                off += rows * w.rows;
-            }
-            let xv = rng.vec(x.len, 1.0);
-            p.put(x, &xv)?;
-            p.poison(buf(B, off - B))?;
-            p.run(|b| b.b_matmul_many(&ws, x, rows, &outs))?;
-            for (w, &o) in ws.iter().zip(&outs) {
-                ok &= p.check(
-                    &format!(
-                        "matmul_many{n_mats}_multi{multi}_pf{pf}_{}_{}x{cols}_rows{rows}",
-                        w.ty.name(),
-                        w.rows
-                    ),
-                    o,
-                    matmul_tol(w.ty),
-                )?;
-            }
+            let label = format!("matmul_many{n_mats}_multi{multi}_pf{pf}");
+            ok &= check_matmul_many(&mut p, &mut rng, &ws, rows, &label)?;
         }
     }
     p.cu.gemv_multi = multi_default;
@@ -513,32 +521,12 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         (&q6[..], 3),
     ];
     for (ws, rows) in sets {
-        let x = buf(A, rows * cols);
-        let mut outs = Vec::new();
-        let mut off = B;
-        for w in ws {
-            outs.push(buf(off, rows * w.rows));
-            off += rows * w.rows;
-        }
-        p.put(x, &rng.vec(x.len, 1.0))?;
-        p.poison(buf(B, off - B))?;
+        let label = format!("matmul_many{}_async", ws.len());
         let before = p.cu.gemv_async_launches;
-        p.run(|b| b.b_matmul_many(ws, x, rows, &outs))?;
-        let n_mats = ws.len();
+        ok &= check_matmul_many(&mut p, &mut rng, ws, rows, &label)?;
         if p.cu.gemv_async_launches != before + 1 {
-            println!("matmul_many{n_mats}_async_rows{rows}: the async kernel did not run  FAIL");
+            println!("{label}_rows{rows}: the async kernel did not run  FAIL");
             ok = false;
-        }
-        for (w, &o) in ws.iter().zip(&outs) {
-            ok &= p.check(
-                &format!(
-                    "matmul_many{n_mats}_async_{}_{}x{cols}_rows{rows}",
-                    w.ty.name(),
-                    w.rows
-                ),
-                o,
-                matmul_tol(w.ty),
-            )?;
         }
     }
     p.cu.gemv_async = async_default;
