@@ -263,16 +263,10 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
     }
     if (threadIdx.x == 0) ml[idx] = make_float2(mx, lsum);
 
-    // The last split of this query and head to finish merges all of them (threadfence
-    // reduction): each block makes its partial visible, then counts itself in.
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
+    // The last split of this query and head to finish merges all of them (a ticket: each
+    // block's partial is visible before it counts itself in).
     const size_t qh_idx = (size_t)r * n_head + h;
-    if (threadIdx.x == 0) last = atomicAdd(done + qh_idx, 1u) == (u32)ns - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!ticket_last(done + qh_idx, (u32)ns)) return;
     combine_head(part, ml, ns, qh_idx * max_splits, head_dim_v, qh_idx * head_dim_v, out, gate, q8, ds8);
     if (threadIdx.x == 0) done[qh_idx] = 0;  // ready for the next call (and graph replay)
 }

@@ -113,6 +113,34 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+// 1: every thread of a ticket's block runs __threadfence() (MEMBAR.SC.GPU and an L1
+// invalidate) before the block counts itself in, as the session-8 attention merge did; 0 (the
+// default): only the thread that takes the ticket fences, after the block's barrier, which is
+// the order cooperative groups' grid barrier relies on (bar.sync orders the block's writes
+// before that thread's fence, and a fence is cumulative). A measuring knob
+// ($GLIMMER_CUDA_DEFINES=TICKET_FENCE_ALL=1).
+#ifndef TICKET_FENCE_ALL
+#define TICKET_FENCE_ALL 0
+#endif
+
+// Counts the calling block in on the ticket `ctr` once every thread of it has made its global
+// writes; true (in every thread) for the last of `n` blocks to do so, which may then read what
+// all of them wrote (through L2: `__ldcg`, or plain loads after this, since the fence of the
+// last block's ticket thread drops the multiprocessor's L1). Every thread of the block must
+// call it. The caller resets `*ctr` for the next launch.
+__device__ __forceinline__ bool ticket_last(u32* ctr, u32 n) {
+    __shared__ bool last;
+    if (TICKET_FENCE_ALL) __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(ctr, 1u) == n - 1;
+        if (last) __threadfence();
+    }
+    __syncthreads();
+    return last;
+}
+
 // Sum of `s` over the block (every thread gets it), through `part` (32 doubles of shared
 // memory). May be called again on the same `part`: it ends with a barrier.
 __device__ __forceinline__ double block_sum_f64(double s, double* part) {

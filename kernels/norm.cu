@@ -168,10 +168,13 @@ extern "C" __global__ void __launch_bounds__(1024) norm_add_rmsnorm_q8_f32(float
 // also quantized to q8_1 into q/ds for the matmul that reads it next. So no norm launch, and
 // no wait on one, stands between the two GEMVs. Needs gridDim.y == 1, dim % 32 == 0 and
 // dim <= MN_VALUES * blockDim.x; every buffer distinct.
-// Status (session 13, H100): correct (cuda-check ops, e2e bit-identity of graph and eager)
-// but ~40 us a launch slower than the GEMV plus the norm launch it replaces, which is far
-// more than this tail's work should take; not yet traced (Nsight Compute on the two-layer
-// model is the next step). The backend leaves it off unless $GLIMMER_FUSE_NORM=1.
+// Status (sessions 13-14, H100): correct (cuda-check ops, e2e bit-identity of graph and
+// eager) but slower than the GEMV plus the norm launch it replaces: Nsight Compute on the
+// two-layer model times it at 15-17 us against ~3.6 us for plain gemv_k_multi, so the
+// single-block tail costs ~12 us. The fences are not the cause (the every-thread fence of
+// session 13 and ticket_last's one fence measure the same, TICKET_FENCE_ALL); the serial
+// round trips through L2 of one block are the suspect. The backend leaves it off unless
+// $GLIMMER_FUSE_NORM=1.
 #define MN_VALUES 32
 
 extern "C" __global__ void __launch_bounds__(256, 2)
@@ -179,7 +182,6 @@ extern "C" __global__ void __launch_bounds__(256, 2)
                       const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ q,
                       float2* __restrict__ ds, double* part, u32* ctr) {
     __shared__ double red[32];
-    __shared__ bool last;
     const int dim = n0;
     const int t = threadIdx.x, bd = blockDim.x;
     {
@@ -194,17 +196,8 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     const double ss = gemv_k_multi_body<true>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1,
                                               e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf);
     const double bs = pw ? block_sum_f64(ss, red) : 0.0;
-    // Every thread's outputs made visible, then (once the whole block is past that) the ticket.
-    __threadfence();
-    __syncthreads();
-    if (t == 0) {
-        part[blockIdx.x] = bs;
-        __threadfence();
-        last = atomicAdd(ctr, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (t == 0) part[blockIdx.x] = bs;
+    if (!ticket_last(ctr, gridDim.x)) return;
     // The other blocks' outputs and partials: through L2 (__ldcg), not L1.
     float ys = 1.0f;
     if (pw) {
