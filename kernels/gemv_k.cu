@@ -224,14 +224,12 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 // H200): lane l takes chunk l & 7 of super-blocks
 // l >> 3, l >> 3 + 4, ... of RW consecutive rows, loading each chunk's activations once for
 // all RW rows (the activation reads, from L1/L2, otherwise outnumber the weight bytes two to
-// one) and keeping RW 16-byte weight loads in flight. `a`, `ad` and `out` are the activation
-// row's; rows from `row0` (at most RW, clipped to n_out) are this warp's. SS: returns, in
-// lane 0, the sum of the squares of the rows it wrote (f32 squares summed in f64, as the norms
-// sum them); 0 otherwise.
-template <int T, int RW, bool SS = false>
-__device__ __forceinline__ double k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols, int row0,
-                                       const i8* __restrict__ a, const float2* __restrict__ ad,
-                                       float* __restrict__ out) {
+// one) and keeping RW 16-byte weight loads in flight. `a` and `ad` are the activation row's;
+// rows from `row0` (at most RW, clipped to n_out) are this warp's. Leaves each row's dot
+// product in v (every lane).
+template <int T, int RW>
+__device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols, int row0,
+                                           const i8* __restrict__ a, const float2* __restrict__ ad, float (&v)[RW]) {
     const int lane = threadIdx.x & 31;
     const int nb = cols >> 8;
     const int c = lane & 7;
@@ -249,16 +247,19 @@ __device__ __forceinline__ double k_rows(const u8* __restrict__ w, u64 row_bytes
             acc[r] += k_dot<T>(wr[r], kb, nb, c, ac);
         }
     }
-    double ss = 0.0;
 #pragma unroll
-    for (int r = 0; r < RW; ++r) {
-        const float v = warp_sum(acc[r]);
-        if (lane == 0 && row0 + r < n_out) {
-            out[row0 + r] = v;
-            if (SS) ss += (double)(v * v);
-        }
-    }
-    return ss;
+    for (int r = 0; r < RW; ++r) v[r] = warp_sum(acc[r]);
+}
+
+// k_rows_dot, stored to `out` (the activation row's outputs) by lane 0.
+template <int T, int RW>
+__device__ __forceinline__ void k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols, int row0,
+                                       const i8* __restrict__ a, const float2* __restrict__ ad,
+                                       float* __restrict__ out, float (&v)[RW]) {
+    k_rows_dot<T, RW>(w, row_bytes, n_out, cols, row0, a, ad, v);
+#pragma unroll
+    for (int r = 0; r < RW; ++r)
+        if ((threadIdx.x & 31) == 0 && row0 + r < n_out) out[row0 + r] = v[r];
 }
 
 // Prefetches into L2 the first weight line each lane of a k_rows warp will read.
@@ -281,7 +282,8 @@ __device__ __forceinline__ void gemv_k_rows(const u8* __restrict__ w, u64 row_by
     const size_t ar = blockIdx.y;
     k_rows_prefetch<T, RW>(w, row_bytes, n_out, cols, row0);
     pdl_begin();
-    k_rows<T, RW>(w, row_bytes, n_out, cols, row0, aq + ar * cols, ads + ar * (cols >> 5), out + ar * n_out);
+    float v[RW];
+    k_rows<T, RW>(w, row_bytes, n_out, cols, row0, aq + ar * cols, ads + ar * (cols >> 5), out + ar * n_out, v);
 }
 
 extern "C" __global__ void gemv_q4_k_rw2(const u8* w, u64 rb, int n_out, int cols, const i8* aq,
@@ -328,9 +330,15 @@ __device__ __forceinline__ KSeg k_seg(int& g, const KSeg& s0, const KSeg& s1, co
         float *o0, int e0, const u8 *w1, u64 rb1, int n1, int t1, float *o1, int e1,             \
         const u8 *w2, u64 rb2, int n2, int t2, float *o2, int e2, const u8 *w3, u64 rb3, int n3,  \
         int t3, float *o3, int pf
-// SS: returns the sum of the squares of the outputs this thread wrote (k_rows).
-template <bool SS = false>
-__device__ __forceinline__ double gemv_k_multi_body(K_MULTI_PARAMS) {
+// What a launch does with each row pair besides storing it (lane 0 of the pair's warp):
+// `pre(seg, row0)` before the pair's dot products (loads whose latency they hide), then
+// `post(seg, row0, v)` with the pair's two values. NoEp: nothing (gemv_k_multi).
+struct NoEp {
+    __device__ __forceinline__ void pre(const KSeg&, int) {}
+    __device__ __forceinline__ void post(const KSeg&, int, const float (&)[2]) {}
+};
+template <class Ep>
+__device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS, Ep& ep) {
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
     const int wpb = blockDim.x >> 5;
@@ -364,30 +372,34 @@ __device__ __forceinline__ double gemv_k_multi_body(K_MULTI_PARAMS) {
     const size_t ar = blockIdx.y;
     const i8* a = aq + ar * cols;
     const float2* ad = ads + ar * (cols >> 5);
-    double ss = 0.0;
     for (int p = first; p < pairs; p += stride) {
         int g = p;
         const KSeg s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
         float* o = s.out + ar * s.n;
-        if (s.ty == T_Q4_K) ss += k_rows<T_Q4_K, 2, SS>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o);
-        else ss += k_rows<T_Q6_K, 2, SS>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o);
+        float v[2];
+        ep.pre(s, 2 * g);
+        if (s.ty == T_Q4_K) k_rows<T_Q4_K, 2>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o, v);
+        else k_rows<T_Q6_K, 2>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o, v);
+        ep.post(s, 2 * g, v);
     }
-    return ss;
 }
 
 // Register budgets: at most 100 registers (two blocks a multiprocessor), 80 (three) or 64
 // (four, no spills); which is fastest is measured (BENCHMARKS.md).
 extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi(K_MULTI_PARAMS) {
+    NoEp ep;
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                      e2, w3, rb3, n3, t3, o3, pf);
+                      e2, w3, rb3, n3, t3, o3, pf, ep);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) gemv_k_multi_b3(K_MULTI_PARAMS) {
+    NoEp ep;
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                      e2, w3, rb3, n3, t3, o3, pf);
+                      e2, w3, rb3, n3, t3, o3, pf, ep);
 }
 extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PARAMS) {
+    NoEp ep;
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                      e2, w3, rb3, n3, t3, o3, pf);
+                      e2, w3, rb3, n3, t3, o3, pf, ep);
 }
 
 // ---- The same multi-GEMV with its weights copied asynchronously (Q4_K or Q6_K) ----

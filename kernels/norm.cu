@@ -177,6 +177,18 @@ extern "C" __global__ void __launch_bounds__(1024) norm_add_rmsnorm_q8_f32(float
 // $GLIMMER_FUSE_NORM=1.
 #define MN_VALUES 32
 
+// The sum of the squares of the rows a thread stores (f32 squares summed in f64, as the norms
+// sum them).
+struct SqEp {
+    double ss = 0.0;
+    __device__ __forceinline__ void pre(const KSeg&, int) {}
+    __device__ __forceinline__ void post(const KSeg& s, int row0, const float (&v)[2]) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+            if ((threadIdx.x & 31) == 0 && row0 + r < s.n) ss += (double)(v[r] * v[r]);
+    }
+};
+
 extern "C" __global__ void __launch_bounds__(256, 2)
     gemv_k_multi_norm(K_MULTI_PARAMS, float* __restrict__ x, const float* __restrict__ pw, float peps,
                       const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ q,
@@ -193,9 +205,10 @@ extern "C" __global__ void __launch_bounds__(256, 2)
             if (g) prefetch_l2((const u8*)g + 128 * (l % lines));
         }
     }
-    const double ss = gemv_k_multi_body<true>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1,
-                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf);
-    const double bs = pw ? block_sum_f64(ss, red) : 0.0;
+    SqEp ep;
+    gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                      e2, w3, rb3, n3, t3, o3, pf, ep);
+    const double bs = pw ? block_sum_f64(ep.ss, red) : 0.0;
     if (t == 0) part[blockIdx.x] = bs;
     if (!ticket_last(ctr, gridDim.x)) return;
     // The other blocks' outputs and partials: through L2 (__ldcg), not L1.
@@ -246,4 +259,127 @@ extern "C" __global__ void __launch_bounds__(256, 2)
         }
     }
     if (t == 0) *ctr = 0;  // ready for the next launch (and graph replay)
+}
+
+// ---- The same fusion split in two: sums in the GEMV, the norm in a wide launch ----
+// gemv_k_multi_norm's single-block tail is slow (above). Here the GEMV's blocks only add up,
+// over the rows each wrote (y = W a, segment 0, the model width), the four sums that the
+// norms after it need, and the norm runs in its own launch of one warp for each 32 values,
+// which is short: no block-wide reduction over the row, just every warp adding the blocks'
+// partial sums itself. With b = pw * y (pw null: b = y) and ys the post-norm's scale
+// (1 / sqrt(sum(y^2) / dim + peps); 1 without pw), the new residual is x' = x + ys * b, and
+//   sum(x'^2) = sum(x^2) + 2 ys sum(x b) + ys^2 sum(b^2),
+// so sum(y^2), sum(x b), sum(b^2) and sum(x^2), all over the old values, give both scales
+// with no pass over x'. (In f64; the CPU sums the rounded x' instead, which differs in the
+// last bits of the f32 scale, inside the tolerance of the checks.) The partial sums are
+// written per block and added in a fixed order: no atomics, the same bits every run.
+
+// Partial sums of one block, in `part` as 4 doubles a block.
+struct NormSums {
+    double yy, xb, bb, xx;
+};
+
+// The four sums over the rows a thread stores (lane 0 of each warp); x and pw of a pair's rows
+// are loaded before its dot products, which hide their latency.
+struct SumsEp {
+    const float* x;
+    const float* pw;
+    NormSums s = {0.0, 0.0, 0.0, 0.0};
+    float xo[2] = {0.0f, 0.0f}, pv[2] = {1.0f, 1.0f};
+    __device__ __forceinline__ void pre(const KSeg& seg, int row0) {
+        if ((threadIdx.x & 31) != 0) return;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int i = row0 + r;
+            xo[r] = i < seg.n ? x[i] : 0.0f;
+            pv[r] = i < seg.n && pw ? __ldg(pw + i) : 1.0f;
+        }
+    }
+    __device__ __forceinline__ void post(const KSeg& seg, int row0, const float (&v)[2]) {
+        if ((threadIdx.x & 31) != 0) return;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            if (row0 + r >= seg.n) continue;
+            const double b = (double)v[r] * (double)pv[r];
+            s.yy += (double)(v[r] * v[r]);
+            s.xb += (double)xo[r] * b;
+            s.bb += b * b;
+            s.xx += (double)xo[r] * (double)xo[r];
+        }
+    }
+};
+
+// gemv_k_multi (one segment: y) that also leaves its block's NormSums in part[blockIdx.x]
+// (summed over the block's warps in warp order). x and pw: as norm_sums_q8_f32 takes them.
+extern "C" __global__ void __launch_bounds__(256, 2)
+    gemv_k_multi_sums(K_MULTI_PARAMS, const float* __restrict__ x, const float* __restrict__ pw,
+                      NormSums* __restrict__ part) {
+    __shared__ NormSums red[32];
+    SumsEp ep;
+    ep.x = x;
+    ep.pw = pw;
+    gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                      e2, w3, rb3, n3, t3, o3, pf, ep);
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    if ((threadIdx.x & 31) == 0) red[warp] = ep.s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        NormSums t = red[0];
+        for (int k = 1; k < warps; ++k) {
+            t.yy += red[k].yy;
+            t.xb += red[k].xb;
+            t.bb += red[k].bb;
+            t.xx += red[k].xx;
+        }
+        part[blockIdx.x] = t;
+    }
+}
+
+// The norms after gemv_k_multi_sums, from its `nparts` blocks' sums: y = ys * y * pw (written
+// back; pw null: y unchanged and ys = 1), x += y, out = rmsnorm(x) * w (w null: gain 1), also
+// quantized to q8_1 into q/ds. One warp for each 32 values (dim % 32 == 0), any block size of
+// whole warps; every warp adds the partial sums itself, in the same order.
+extern "C" __global__ void __launch_bounds__(256)
+    norm_sums_q8_f32(float* __restrict__ x, float* __restrict__ y, const float* __restrict__ pw, float peps,
+                     const float* __restrict__ w, float* __restrict__ out, int dim, float eps, i8* __restrict__ q,
+                     float2* __restrict__ ds, const NormSums* __restrict__ part, int nparts) {
+    const int lane = threadIdx.x & 31;
+    const int i = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * 32 + lane;
+    if (i - lane >= dim) return;  // whole warps: dim % 32 == 0
+    // The gains are weights: loaded before the wait.
+    const float wv = w ? __ldg(w + i) : 1.0f;
+    const float pv = pw ? __ldg(pw + i) : 1.0f;
+    pdl_begin_small();
+    const float yv = y[i];
+    const float xv = x[i];
+    NormSums t = {0.0, 0.0, 0.0, 0.0};
+#pragma unroll 4
+    for (int j = lane; j < nparts; j += 32) {
+        const NormSums p = part[j];
+        t.yy += p.yy;
+        t.xb += p.xb;
+        t.bb += p.bb;
+        t.xx += p.xx;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        t.yy += __shfl_xor_sync(FULL_MASK, t.yy, o);
+        t.xb += __shfl_xor_sync(FULL_MASK, t.xb, o);
+        t.bb += __shfl_xor_sync(FULL_MASK, t.bb, o);
+        t.xx += __shfl_xor_sync(FULL_MASK, t.xx, o);
+    }
+    const float ys = pw ? rms_scale(t.yy, dim, peps) : 1.0f;
+    const double yd = (double)ys;
+    const float scale = rms_scale(t.xx + 2.0 * yd * t.xb + yd * yd * t.bb, dim, eps);
+    float b = yv;
+    if (pw) {
+        b = __fmul_rn(__fmul_rn(yv, ys), pv);
+        y[i] = b;
+    }
+    const float xn = __fadd_rn(xv, b);
+    x[i] = xn;
+    float v = __fmul_rn(xn, scale);
+    if (w) v = __fmul_rn(v, wv);
+    out[i] = v;
+    quantize_lane_q8(v, i, q, ds);
 }

@@ -158,13 +158,12 @@ pub struct CudaBackend {
     /// before it (the others prefetch one line a lane). Default from
     /// [`gemv_prefetch_default`]; public so benchmarks can compare.
     pub gemv_prefetch: (u64, u32),
-    /// Whether `matmul_add_rmsnorm` at one row runs its norms in the tail of the matmul's own
-    /// launch (`gemv_k_multi_norm`) instead of a norm launch after it. Default off:
-    /// correct on the H100 (`cuda-check ops`, e2e) but measured much slower there (30B shape
-    /// 124.5 -> 83.5 tok/s, BENCHMARKS.md session 13) for a reason not yet found;
-    /// `$GLIMMER_FUSE_NORM=1` turns it on (a measuring knob). Public so checks and benchmarks
-    /// can choose.
-    pub fuse_norm: bool,
+    /// How `matmul_add_rmsnorm` at one row runs its norms: after the matmul in a norm launch
+    /// of one block ([`NormFusion::Off`], the default), in the last block of the matmul's own
+    /// launch ([`NormFusion::Tail`]), or from sums the matmul's blocks leave, in a launch of
+    /// one warp for each 32 values ([`NormFusion::Split`]). `$GLIMMER_FUSE_NORM` = 1 (tail)
+    /// or 2 (split) chooses (a measuring knob). Public so checks and benchmarks can choose.
+    pub fuse_norm: NormFusion,
     /// Whether multi-GEMV launches whose matrices are all Q4_K or all Q6_K take
     /// `gemv_k_multi_async` / `gemv_k_multi_async6` (weights streamed through shared memory
     /// with cp.async) instead of `gemv_k_multi`.
@@ -174,15 +173,17 @@ pub struct CudaBackend {
     pub gemv_async: bool,
     /// How many `gemv_k_multi_async*` launches this backend has made (checks read it).
     pub gemv_async_launches: u64,
-    /// `gemv_k_multi_norm`'s per-block partial sums (`f64`, [`Self::norm_blocks`] of them).
+    /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
+    /// `gemv_k_multi_sums`'s (four `f64` each), [`Self::norm_blocks`] of them.
     pub(crate) norm_part: DevMem,
-    /// Its ticket counter (`u32`, zero between launches: the last block resets it).
+    /// `gemv_k_multi_norm`'s ticket counter (`u32`, zero between launches: the last block
+    /// resets it).
     pub(crate) norm_ctr: DevMem,
-    /// The most blocks a `gemv_k_multi_norm` launch may have: one resident wave, and the
-    /// size of [`Self::norm_part`].
+    /// The most blocks a `gemv_k_multi_norm` or `gemv_k_multi_sums` launch may have (one
+    /// resident wave of the one of them that fits more) and the size of [`Self::norm_part`].
     pub(crate) norm_blocks: usize,
-    /// How many `gemv_k_multi_norm` launches this backend has made (checks read it to see
-    /// that the fused path ran).
+    /// How many fused `matmul_add_rmsnorm` launches (either kind) this backend has made
+    /// (checks read it to see that the fused path ran).
     pub fused_norms: u64,
 }
 
@@ -194,6 +195,34 @@ pub fn gemv_prefetch_default() -> (u64, u32) {
         .and_then(|v| parse_prefetch(&v))
         .unwrap_or((0, 0))
 }
+
+/// Where `matmul_add_rmsnorm` at one row runs its norms ([`CudaBackend::fuse_norm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormFusion {
+    /// A `norm_add_rmsnorm_q8` (or `add_rmsnorm_q8`) launch of one block after the matmul.
+    Off,
+    /// `gemv_k_multi_norm`: the matmul's last block to finish runs the norms (a ticket).
+    Tail,
+    /// `gemv_k_multi_sums`, whose blocks each leave four partial sums, then
+    /// `norm_sums_q8_f32`, one warp for each 32 values (kernels/norm.cu).
+    Split,
+}
+
+impl NormFusion {
+    /// `$GLIMMER_FUSE_NORM`: 1 is [`Self::Tail`], 2 [`Self::Split`], anything else (or
+    /// unset) [`Self::Off`].
+    pub fn from_env() -> Self {
+        match std::env::var("GLIMMER_FUSE_NORM").as_deref().map(str::trim) {
+            Ok("1") => Self::Tail,
+            Ok("2") => Self::Split,
+            _ => Self::Off,
+        }
+    }
+}
+
+/// Bytes of one block's partial sums in [`CudaBackend::norm_part`] (`gemv_k_multi_sums`
+/// leaves four `f64`; `gemv_k_multi_norm` one).
+const NORM_SUMS_BYTES: usize = 32;
 
 /// Whether the measuring knob `name` is set to 1.
 fn env_on(name: &str) -> bool {
@@ -226,7 +255,9 @@ impl CudaBackend {
         let parts = (cap.chunk.checked_mul(cap.n_head).ok_or(ovf)?).max(cap.n_head * decode_splits);
         let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
         let arena_bytes = cap.arena_len.checked_mul(4).ok_or(ovf)?;
-        let norm_blocks = (gpu.fns().gemv_multi_norm.1 * gpu.sm_count()) as usize;
+        let fns = gpu.fns();
+        let norm_blocks =
+            (fns.gemv_multi_norm.1.max(fns.gemv_multi_sums.1) * gpu.sm_count()) as usize;
         let mut slot = Mirror::new(&gpu, 1)?;
         slot.sync_dev(&gpu, &[0], false)?;
         Ok(CudaBackend {
@@ -253,10 +284,10 @@ impl CudaBackend {
             gemv_multi: 2,
             gemv_multi_single: true,
             gemv_prefetch: gemv_prefetch_default(),
-            fuse_norm: env_on("GLIMMER_FUSE_NORM"),
+            fuse_norm: NormFusion::from_env(),
             gemv_async: env_on("GLIMMER_GEMV_ASYNC"),
             gemv_async_launches: 0,
-            norm_part: gpu.alloc(norm_blocks * 8)?,
+            norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,
             fused_norms: 0,

@@ -57,6 +57,11 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_norm` (a one-matrix `gemv_k_multi` whose last block runs the norms
     /// after it) and its resident blocks a multiprocessor.
     pub gemv_multi_norm: (CudaFunction, u32),
+    /// `gemv_k_multi_sums` (a one-matrix `gemv_k_multi` whose blocks each leave the partial
+    /// sums of the norms after it) and its resident blocks a multiprocessor.
+    pub gemv_multi_sums: (CudaFunction, u32),
+    /// The norms after `gemv_k_multi_sums`, one warp for each 32 values.
+    pub norm_sums_q8: CudaFunction,
     /// `gemv_k_multi_async` (Q4_K) and `gemv_k_multi_async6` (Q6_K): weights streamed
     /// through shared memory with cp.async. Each with its resident blocks a multiprocessor,
     /// its dynamic shared memory a block and its threads a block.
@@ -121,6 +126,8 @@ impl Fns {
             gemv_smem: [f("gemv_q4_k_s1")?, f("gemv_q6_k_s1")?],
             gemv_multi,
             gemv_multi_norm: multi("gemv_k_multi_norm")?,
+            gemv_multi_sums: multi("gemv_k_multi_sums")?,
+            norm_sums_q8: f("norm_sums_q8_f32")?,
             gemv_multi_async: [
                 async_kernel("gemv_k_multi_async", 256, KA_STAGE4_BYTES)?,
                 async_kernel("gemv_k_multi_async6", 128, KA_STAGE6_BYTES)?,

@@ -59,7 +59,7 @@ mod runner;
 mod weights;
 
 #[cfg(not(target_os = "macos"))]
-pub use backend::{Capacity, CudaBackend, MAX_HEAD_DIM};
+pub use backend::{Capacity, CudaBackend, NormFusion, MAX_HEAD_DIM};
 pub use error::CudaError;
 #[cfg(not(target_os = "macos"))]
 pub use fns::GEMV_TYPES;

@@ -5,7 +5,7 @@ use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
-use crate::backend::{CudaBackend, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
+use crate::backend::{CudaBackend, NormFusion, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
 use crate::fns::{gemv_index, raw, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
@@ -24,6 +24,22 @@ pub const WIDE_ROWS: usize = 2048;
 /// Arguments `gemv_k_multi_norm` takes after `gemv_k_multi`'s (x, pw, peps, w, out, eps, aq,
 /// ads, part, ctr).
 const NORM_TAIL_ARGS: usize = 10;
+
+/// Warps a block of `norm_sums_q8_f32` (one warp for each 32 values): small blocks spread a
+/// 6656-wide row over 52 multiprocessors.
+const NORM_SUMS_WARPS: usize = 4;
+
+/// Arguments `gemv_k_multi_sums` takes after `gemv_k_multi`'s (x, pw, part).
+const NORM_SUMS_ARGS: usize = 3;
+
+/// What a one-matrix `gemv_k_multi` launch does besides the matmul (`matmul_norm_fused`).
+#[derive(Clone, Copy)]
+enum NormTail<'a> {
+    /// `gemv_k_multi_norm`: its last block runs the norms.
+    Tail(&'a [Arg; NORM_TAIL_ARGS]),
+    /// `gemv_k_multi_sums`: its blocks leave the norms' partial sums.
+    Sums(&'a [Arg; NORM_SUMS_ARGS]),
+}
 
 /// The widest row `gemv_k_multi_norm`'s last block normalizes (`MN_VALUES` values for each of
 /// its [`MULTI_THREADS`] threads, kernels/norm.cu).
@@ -126,19 +142,20 @@ impl CudaBackend {
     }
 
     /// `gemv_k_multi`: up to four Q4_K / Q6_K matrices of one width over the same `rows` (< 8)
-    /// input rows in one launch. Returns `Ok(false)` without launching anything when the
-    /// matrices or regions do not qualify (the caller then runs them one by one).
+    /// input rows in one launch. Returns the launch's blocks, or `Ok(None)` without launching
+    /// anything when the matrices or regions do not qualify (the caller then runs them one by
+    /// one).
     ///
     /// With `tail` (the caller, `matmul_norm_fused`, passes one matrix and one row), the
-    /// launch is `gemv_k_multi_norm`, whose last block runs the norms described there.
+    /// launch is `gemv_k_multi_norm` or `gemv_k_multi_sums` (kernels/norm.cu).
     fn matmul_multi(
         &mut self,
         ws: &[&Tensor<'_>],
         x: Buf,
         rows: usize,
         outs: &[Buf],
-        tail: Option<&[Arg; NORM_TAIL_ARGS]>,
-    ) -> Result<bool, CudaError> {
+        tail: Option<NormTail<'_>>,
+    ) -> Result<Option<u32>, CudaError> {
         const SEGS: usize = 4;
         let fewest = if self.gemv_multi_single || tail.is_some() {
             1
@@ -152,7 +169,7 @@ impl CudaBackend {
             || ws.len() < fewest
             || ws.len() > SEGS
         {
-            return Ok(false);
+            return Ok(None);
         }
         if ws.len() != outs.len() {
             return Err(CudaError::BadRegion);
@@ -164,7 +181,7 @@ impl CudaBackend {
         for (slot, w) in d.iter_mut().zip(ws) {
             let t = self.weight(w)?;
             if !matches!(t.ty, GgmlType::Q4_K | GgmlType::Q6_K) {
-                return Ok(false);
+                return Ok(None);
             }
             *slot = Some(t);
         }
@@ -173,7 +190,7 @@ impl CudaBackend {
         for (i, (t, &o)) in d.iter().flatten().zip(outs).enumerate() {
             let aligned = t.ptr.is_multiple_of(16) && t.row_bytes.is_multiple_of(16);
             if t.cols != cols || !aligned || !cols_ok {
-                return Ok(false);
+                return Ok(None);
             }
             if x.len != rows * cols || o.len != rows * t.rows || !x.disjoint(o) {
                 return Err(CudaError::BadRegion);
@@ -235,42 +252,44 @@ impl CudaBackend {
         };
         if let (None, true, Some(i)) = (tail, self.gemv_async, async_kernel) {
             let (f, per_sm, smem, threads) = &fns.gemv_multi_async[i];
-            let blocks = grid((threads / 32) as usize, wave(*per_sm));
-            gpu.launch_smem(
-                raw(f),
-                (blocks as u32, rows as u32, 1),
-                *threads,
-                *smem,
-                &args,
-            )?;
+            let blocks = grid((threads / 32) as usize, wave(*per_sm)) as u32;
+            gpu.launch_smem(raw(f), (blocks, rows as u32, 1), *threads, *smem, &args)?;
             self.gemv_async_launches += 1;
-            return Ok(true);
+            return Ok(Some(blocks));
         }
-        let Some(tail) = tail else {
-            let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
-            let blocks = grid(wpb, wave(*per_sm));
-            gpu.launch(
-                raw(f),
-                (blocks as u32, rows as u32, 1),
-                MULTI_THREADS,
-                &args,
-            )?;
-            return Ok(true);
+        // The fused launches: one wave, at most the `norm_blocks` partial sums `norm_part`
+        // holds.
+        let (f, per_sm, extra): (_, _, &[Arg]) = match tail {
+            None => {
+                let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
+                (f, *per_sm, &[])
+            }
+            Some(NormTail::Tail(a)) => (&fns.gemv_multi_norm.0, fns.gemv_multi_norm.1, a),
+            Some(NormTail::Sums(a)) => (&fns.gemv_multi_sums.0, fns.gemv_multi_sums.1, a),
         };
-        // One wave, which is also what `norm_part` holds a partial sum for.
-        let blocks = grid(wpb, self.norm_blocks);
-        let f = &fns.gemv_multi_norm.0;
+        let mut blocks = grid(wpb, wave(per_sm));
+        if tail.is_some() {
+            blocks = blocks.min(self.norm_blocks);
+        }
         let mut all = [Arg::I(0); 4 + 6 * SEGS + NORM_TAIL_ARGS];
         all[..args.len()].copy_from_slice(&args);
-        all[args.len()..].copy_from_slice(tail);
-        gpu.launch(raw(f), (blocks as u32, 1, 1), MULTI_THREADS, &all)?;
-        Ok(true)
+        all[args.len()..args.len() + extra.len()].copy_from_slice(extra);
+        let n = args.len() + extra.len();
+        gpu.launch(
+            raw(f),
+            (blocks as u32, rows as u32, 1),
+            MULTI_THREADS,
+            &all[..n],
+        )?;
+        Ok(Some(blocks as u32))
     }
 
-    /// `matmul_add_rmsnorm` in one `gemv_k_multi_norm` launch, where it qualifies (one row of
-    /// a Q4_K / Q6_K matrix whose output is the model width, at most
-    /// [`NORM_TAIL_MAX_DIM`] wide; every region distinct). Returns `Ok(false)` having launched
-    /// nothing otherwise.
+    /// `matmul_add_rmsnorm` with its norms fused into the matmul's launch as
+    /// [`CudaBackend::fuse_norm`] says: `gemv_k_multi_norm` alone, or `gemv_k_multi_sums`
+    /// then `norm_sums_q8_f32`. Where it qualifies: one row of a Q4_K / Q6_K matrix whose
+    /// output is the model width (a multiple of 32; for the tail, at most
+    /// [`NORM_TAIL_MAX_DIM`] wide); every region distinct. Returns `Ok(false)` having
+    /// launched nothing otherwise.
     #[allow(clippy::too_many_arguments)]
     fn matmul_norm_fused(
         &mut self,
@@ -290,11 +309,12 @@ impl CudaBackend {
             .iter()
             .enumerate()
             .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)));
-        if !self.fuse_norm
+        let mode = self.fuse_norm;
+        if mode == NormFusion::Off
             || rows != 1
             || w.rows != dim
             || !dim.is_multiple_of(32)
-            || dim > NORM_TAIL_MAX_DIM
+            || (mode == NormFusion::Tail && dim > NORM_TAIL_MAX_DIM)
             || dim > self.cap.max_cols
             || y.len != dim
             || x.len != dim
@@ -303,7 +323,7 @@ impl CudaBackend {
         {
             return Ok(false);
         }
-        let (xp, op) = (self.at(x)?, self.at(out)?);
+        let (xp, yp, op) = (self.at(x)?, self.at(y)?, self.at(out)?);
         let pw = match post {
             Some((t, _)) => self.norm_weight(t, dim)?,
             None => 0,
@@ -312,22 +332,57 @@ impl CudaBackend {
             Some(t) => self.norm_weight(t, dim)?,
             None => 0,
         };
-        let tail = [
-            Arg::P(xp),
-            Arg::P(pw),
-            Arg::F(post.map_or(0.0, |(_, e)| e)),
-            Arg::P(nw),
-            Arg::P(op),
-            Arg::F(eps),
-            Arg::P(self.aq.ptr()),
-            Arg::P(self.ads.ptr()),
-            Arg::P(self.norm_part.ptr()),
-            Arg::P(self.norm_ctr.ptr()),
-        ];
-        if !self.matmul_multi(&[w], a, rows, &[y], Some(&tail))? {
-            return Ok(false);
+        let peps = post.map_or(0.0, |(_, e)| e);
+        let part = self.norm_part.ptr();
+        let (aq, ads) = (self.aq.ptr(), self.ads.ptr());
+        if mode == NormFusion::Tail {
+            let tail = [
+                Arg::P(xp),
+                Arg::P(pw),
+                Arg::F(peps),
+                Arg::P(nw),
+                Arg::P(op),
+                Arg::F(eps),
+                Arg::P(aq),
+                Arg::P(ads),
+                Arg::P(part),
+                Arg::P(self.norm_ctr.ptr()),
+            ];
+            if self
+                .matmul_multi(&[w], a, rows, &[y], Some(NormTail::Tail(&tail)))?
+                .is_none()
+            {
+                return Ok(false);
+            }
+        } else {
+            let sums = [Arg::P(xp), Arg::P(pw), Arg::P(part)];
+            let Some(blocks) =
+                self.matmul_multi(&[w], a, rows, &[y], Some(NormTail::Sums(&sums)))?
+            else {
+                return Ok(false);
+            };
+            let warps = dim / 32;
+            self.gpu.launch(
+                raw(&self.gpu.fns().norm_sums_q8),
+                (warps.div_ceil(NORM_SUMS_WARPS) as u32, 1, 1),
+                (NORM_SUMS_WARPS * 32) as u32,
+                &[
+                    Arg::P(xp),
+                    Arg::P(yp),
+                    Arg::P(pw),
+                    Arg::F(peps),
+                    Arg::P(nw),
+                    Arg::P(op),
+                    Arg::int(dim)?,
+                    Arg::F(eps),
+                    Arg::P(aq),
+                    Arg::P(ads),
+                    Arg::P(part),
+                    Arg::int(blocks as usize)?,
+                ],
+            )?;
         }
-        // The last block left `out` quantized in aq/ads for the matmul that reads it next.
+        // `out` is left quantized in aq/ads for the matmul that reads it next.
         self.qx = Some((op, rows, dim));
         self.fused_norms += 1;
         Ok(true)
@@ -760,7 +815,7 @@ impl Backend for CudaBackend {
         if rows == 0 {
             return Ok(());
         }
-        if self.matmul_multi(&[w], x, rows, &[out], None)? {
+        if self.matmul_multi(&[w], x, rows, &[out], None)?.is_some() {
             return Ok(());
         }
         let (xp, op) = (self.at(x)?, self.at(out)?);
@@ -978,7 +1033,7 @@ impl Backend for CudaBackend {
         rows: usize,
         outs: &[Buf],
     ) -> Result<(), CudaError> {
-        if self.matmul_multi(ws, x, rows, outs, None)? {
+        if self.matmul_multi(ws, x, rows, outs, None)?.is_some() {
             return Ok(());
         }
         if ws.len() != outs.len() {

@@ -12,7 +12,7 @@ use glimmer_core::kv::{self, KvGeometry, PagePool};
 use glimmer_core::model::{Activation, RopeStyle, Tensor, MAX_LAYERS};
 use glimmer_core::plan::KvType;
 use glimmer_core::quant::{quantize_weights, GgmlType, Kernels};
-use glimmer_jetson::{Capacity, CudaBackend, Gpu, KvLayout};
+use glimmer_jetson::{Capacity, CudaBackend, Gpu, KvLayout, NormFusion};
 
 use crate::util::{argmax, compare, report, Rng};
 
@@ -704,8 +704,9 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     }
     // A branch's output projection and the norms after it (`matmul_add_rmsnorm`; the CPU runs
     // the matmul, then `norm_add_rmsnorm` or `add_rmsnorm`). At one row the CUDA backend runs
-    // the norms in the last block of the GEMV's own launch (`gemv_k_multi_norm`; counted, so
-    // a silent fallback fails); at three rows, a matmul and a norm launch. y, x, the norm,
+    // the norms fused with the GEMV, both ways (`gemv_k_multi_norm`, or `gemv_k_multi_sums`
+    // and `norm_sums_q8_f32`; counted, so a silent fallback fails); at three rows, a matmul
+    // and a norm launch. y, x, the norm,
     // and a matmul reading the fused q8_1 output; run back to back, so a ticket counter left
     // set by one launch fails the next.
     let odata = matrix(&mut rng, GgmlType::Q4_K, cols, ff, 0.1)?;
@@ -718,40 +719,42 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     };
     p.cu.upload(&[wo]).map_err(|e| e.to_string())?;
     let fuse_default = p.cu.fuse_norm;
-    p.cu.fuse_norm = true;
-    for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
-        for post in [None, Some(&pt)] {
-            for rows in [1usize, 3, 1] {
-                let a = buf(A, rows * ff);
-                let y = buf(B, rows * cols);
-                let xr = buf(C, rows * cols);
-                let nb = buf(D, rows * cols);
-                let mo = buf(S, rows * 96);
-                p.put(a, &rng.vec(a.len, 1.0))?;
-                p.put(xr, &rng.vec(xr.len, 1.0))?;
-                p.poison(y)?;
-                p.poison(nb)?;
-                p.poison(mo)?;
-                let before = p.cu.fused_norms;
-                p.run(|b| {
-                    b.b_matmul_add_rmsnorm(w, a, rows, y, xr, post, Some(&gt), nb)?;
-                    b.b_matmul(&wt, nb, rows, mo)
-                })?;
-                let fused = p.cu.fused_norms - before;
-                let want = u64::from(rows == 1);
-                let name = format!(
-                    "matmul_{}add_rmsnorm_{wname}_rows{rows}",
-                    if post.is_some() { "norm_" } else { "" }
-                );
-                if fused != want {
-                    println!("{name}: {fused} fused launches, expected {want}  FAIL");
-                    ok = false;
+    for (mode, mname) in [(NormFusion::Tail, "tail"), (NormFusion::Split, "split")] {
+        p.cu.fuse_norm = mode;
+        for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
+            for post in [None, Some(&pt)] {
+                for rows in [1usize, 3, 1] {
+                    let a = buf(A, rows * ff);
+                    let y = buf(B, rows * cols);
+                    let xr = buf(C, rows * cols);
+                    let nb = buf(D, rows * cols);
+                    let mo = buf(S, rows * 96);
+                    p.put(a, &rng.vec(a.len, 1.0))?;
+                    p.put(xr, &rng.vec(xr.len, 1.0))?;
+                    p.poison(y)?;
+                    p.poison(nb)?;
+                    p.poison(mo)?;
+                    let before = p.cu.fused_norms;
+                    p.run(|b| {
+                        b.b_matmul_add_rmsnorm(w, a, rows, y, xr, post, Some(&gt), nb)?;
+                        b.b_matmul(&wt, nb, rows, mo)
+                    })?;
+                    let fused = p.cu.fused_norms - before;
+                    let want = u64::from(rows == 1);
+                    let name = format!(
+                        "matmul_{}add_rmsnorm_{mname}_{wname}_rows{rows}",
+                        if post.is_some() { "norm_" } else { "" }
+                    );
+                    if fused != want {
+                        println!("{name}: {fused} fused launches, expected {want}  FAIL");
+                        ok = false;
+                    }
+                    let tol = matmul_tol(w.ty);
+                    ok &= p.check(&format!("{name}_y"), y, tol)?;
+                    ok &= p.check(&format!("{name}_x"), xr, tol)?;
+                    ok &= p.check(&format!("{name}_out"), nb, tol)?;
+                    ok &= p.check(&format!("{name}_then_matmul"), mo, tol)?;
                 }
-                let tol = matmul_tol(w.ty);
-                ok &= p.check(&format!("{name}_y"), y, tol)?;
-                ok &= p.check(&format!("{name}_x"), xr, tol)?;
-                ok &= p.check(&format!("{name}_out"), nb, tol)?;
-                ok &= p.check(&format!("{name}_then_matmul"), mo, tol)?;
             }
         }
     }
