@@ -227,7 +227,12 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 // one) and keeping RW 16-byte weight loads in flight. `a` and `ad` are the activation row's;
 // rows from `row0` (at most RW, clipped to n_out) are this warp's. Leaves each row's dot
 // product in v (every lane).
-template <int T, int RW>
+// PROBE (a measuring kernel, gemv_k_multi_probe): the same weight-quant loads in the same
+// order (Q4_K: the 16 quant bytes of each chunk; Q6_K: its low and high planes' 16 bytes),
+// but no activations, scales or arithmetic beyond folding the words into the result, which
+// is then meaningless: its time against gemv_k_multi's says how much of a GEMV is the memory
+// access pattern and how much the work on what it loads.
+template <int T, int RW, bool PROBE = false>
 __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols, int row0,
                                            const i8* __restrict__ a, const float2* __restrict__ ad, float (&v)[RW]) {
     const int lane = threadIdx.x & 31;
@@ -239,12 +244,33 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
     float acc[RW];
 #pragma unroll
     for (int r = 0; r < RW; ++r) acc[r] = 0.0f;
-#pragma unroll 2
-    for (int kb = lane >> 3; kb < nb; kb += 4) {
-        const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
+    if (PROBE) {
+        u32 x[RW];
 #pragma unroll
-        for (int r = 0; r < RW; ++r) {
-            acc[r] += k_dot<T>(wr[r], kb, nb, c, ac);
+        for (int r = 0; r < RW; ++r) x[r] = 0;
+#pragma unroll 2
+        for (int kb = lane >> 3; kb < nb; kb += 4) {
+#pragma unroll
+            for (int r = 0; r < RW; ++r) {
+                const uint4 q = ld_weights16(chunk_at<T>(wr[r], kb, c));
+                x[r] ^= q.x ^ q.y ^ q.z ^ q.w;
+                if (T == T_Q6_K) {
+                    const int h = c >> 2, cc = c & 3;
+                    const uint4 h4 = ld_weights16(wr[r] + (128 * (u32)nb + 64 * (u32)kb + 32 * h + 16 * (cc & 1)));
+                    x[r] ^= h4.x ^ h4.y ^ h4.z ^ h4.w;
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < RW; ++r) acc[r] = (float)(x[r] & 0xFFFFu);
+    } else {
+#pragma unroll 2
+        for (int kb = lane >> 3; kb < nb; kb += 4) {
+            const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
+#pragma unroll
+            for (int r = 0; r < RW; ++r) {
+                acc[r] += k_dot<T>(wr[r], kb, nb, c, ac);
+            }
         }
     }
 #pragma unroll
@@ -252,11 +278,11 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
 }
 
 // k_rows_dot, stored to `out` (the activation row's outputs) by lane 0.
-template <int T, int RW>
+template <int T, int RW, bool PROBE = false>
 __device__ __forceinline__ void k_rows(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols, int row0,
                                        const i8* __restrict__ a, const float2* __restrict__ ad,
                                        float* __restrict__ out, float (&v)[RW]) {
-    k_rows_dot<T, RW>(w, row_bytes, n_out, cols, row0, a, ad, v);
+    k_rows_dot<T, RW, PROBE>(w, row_bytes, n_out, cols, row0, a, ad, v);
 #pragma unroll
     for (int r = 0; r < RW; ++r)
         if ((threadIdx.x & 31) == 0 && row0 + r < n_out) out[row0 + r] = v[r];
@@ -337,7 +363,7 @@ struct NoEp {
     __device__ __forceinline__ void pre(const KSeg&, int) {}
     __device__ __forceinline__ void post(const KSeg&, int, const float (&)[2]) {}
 };
-template <class Ep>
+template <class Ep, bool PROBE = false>
 __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS, Ep& ep) {
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
@@ -378,8 +404,8 @@ __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS, Ep& ep) {
         float* o = s.out + ar * s.n;
         float v[2];
         ep.pre(s, 2 * g);
-        if (s.ty == T_Q4_K) k_rows<T_Q4_K, 2>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o, v);
-        else k_rows<T_Q6_K, 2>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o, v);
+        if (s.ty == T_Q4_K) k_rows<T_Q4_K, 2, PROBE>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o, v);
+        else k_rows<T_Q6_K, 2, PROBE>(s.w, s.rb, s.n, cols, 2 * g, a, ad, o, v);
         ep.post(s, 2 * g, v);
     }
 }
@@ -390,6 +416,13 @@ extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi(K_MULTI_PARAMS
     NoEp ep;
     gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
                       e2, w3, rb3, n3, t3, o3, pf, ep);
+}
+// The memory-access probe (PROBE in k_rows_dot; $GLIMMER_GEMV_PROBE=1): gemv_k_multi's
+// launches, loads and grid, none of its arithmetic. Its outputs are meaningless.
+extern "C" __global__ void __launch_bounds__(256, 2) gemv_k_multi_probe(K_MULTI_PARAMS) {
+    NoEp ep;
+    gemv_k_multi_body<NoEp, true>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2,
+                                  n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, ep);
 }
 extern "C" __global__ void __launch_bounds__(256, 3) gemv_k_multi_b3(K_MULTI_PARAMS) {
     NoEp ep;

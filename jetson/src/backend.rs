@@ -171,6 +171,11 @@ pub struct CudaBackend {
     /// GPU; `$GLIMMER_GEMV_ASYNC=1` turns it on (a measuring knob). Public so checks and
     /// benchmarks can choose.
     pub gemv_async: bool,
+    /// Whether the multi-GEMV launches that `gemv_k_multi` would run take
+    /// `gemv_k_multi_probe` instead: the same weight loads without the arithmetic, so the
+    /// outputs are garbage. A measuring knob (`$GLIMMER_GEMV_PROBE=1`, for `cuda-check bench`
+    /// only): the step's GEMV time with it says how much is the memory access itself.
+    pub gemv_probe: bool,
     /// How many `gemv_k_multi_async*` launches this backend has made (checks read it).
     pub gemv_async_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
@@ -286,6 +291,7 @@ impl CudaBackend {
             gemv_prefetch: gemv_prefetch_default(),
             fuse_norm: NormFusion::from_env(),
             gemv_async: env_on("GLIMMER_GEMV_ASYNC"),
+            gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_async_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,

@@ -62,6 +62,10 @@ pub(crate) struct Fns {
     pub gemv_multi_sums: (CudaFunction, u32),
     /// The norms after `gemv_k_multi_sums`, one warp for each 32 values.
     pub norm_sums_q8: CudaFunction,
+    /// `gemv_k_multi_probe`: `gemv_k_multi`'s weight loads without its arithmetic (a
+    /// measuring kernel; its outputs are meaningless) and its resident blocks a
+    /// multiprocessor.
+    pub gemv_multi_probe: (CudaFunction, u32),
     /// `gemv_k_multi_async` (Q4_K) and `gemv_k_multi_async6` (Q6_K): weights streamed
     /// through shared memory with cp.async. Each with its resident blocks a multiprocessor,
     /// its dynamic shared memory a block and its threads a block.
@@ -128,6 +132,7 @@ impl Fns {
             gemv_multi_norm: multi("gemv_k_multi_norm")?,
             gemv_multi_sums: multi("gemv_k_multi_sums")?,
             norm_sums_q8: f("norm_sums_q8_f32")?,
+            gemv_multi_probe: multi("gemv_k_multi_probe")?,
             gemv_multi_async: [
                 async_kernel("gemv_k_multi_async", 256, KA_STAGE4_BYTES)?,
                 async_kernel("gemv_k_multi_async6", 128, KA_STAGE6_BYTES)?,

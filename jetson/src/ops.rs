@@ -260,6 +260,11 @@ impl CudaBackend {
         // The fused launches: one wave, at most the `norm_blocks` partial sums `norm_part`
         // holds.
         let (f, per_sm, extra): (_, _, &[Arg]) = match tail {
+            // The probe on gemv_k_multi's grid (it would fit more blocks a multiprocessor).
+            None if self.gemv_probe => {
+                let per_sm = fns.gemv_multi[self.gemv_multi as usize - 2].1;
+                (&fns.gemv_multi_probe.0, per_sm, &[])
+            }
             None => {
                 let (f, per_sm) = &fns.gemv_multi[self.gemv_multi as usize - 2];
                 (f, *per_sm, &[])

@@ -266,6 +266,8 @@ pub fn run(
         "gemv_k_multi_b3",
         "gemv_k_multi_b4",
         "gemv_k_multi_norm",
+        "gemv_k_multi_sums",
+        "gemv_k_multi_probe",
         "gemv_k_multi_async",
         "gemv_k_multi_async6",
         "gemv_float",
@@ -277,6 +279,7 @@ pub fn run(
         "add_rmsnorm_q8_f32",
         "norm_add_rmsnorm_f32",
         "norm_add_rmsnorm_q8_f32",
+        "norm_sums_q8_f32",
     ];
     const ATTN: &[&str] = &["attn_split"];
     const PREP: &[&str] = &["attn_inputs"];
