@@ -232,6 +232,16 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 // but no activations, scales or arithmetic beyond folding the words into the result, which
 // is then meaningless: its time against gemv_k_multi's says how much of a GEMV is the memory
 // access pattern and how much the work on what it loads.
+// Super-block passes of k_rows_dot's loop unrolled together (measuring knobs,
+// $GLIMMER_CUDA_DEFINES): K_UNROLL for the GEMVs, PROBE_UNROLL for the probe.
+#ifndef K_UNROLL
+#define K_UNROLL 2
+#endif
+#ifndef PROBE_UNROLL
+#define PROBE_UNROLL 2
+#endif
+#define GLIMMER_STR(x) #x
+#define GLIMMER_UNROLL(n) _Pragma(GLIMMER_STR(unroll n))
 template <int T, int RW, bool PROBE = false>
 __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_bytes, int n_out, int cols, int row0,
                                            const i8* __restrict__ a, const float2* __restrict__ ad, float (&v)[RW]) {
@@ -248,7 +258,7 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
         u32 x[RW];
 #pragma unroll
         for (int r = 0; r < RW; ++r) x[r] = 0;
-#pragma unroll 2
+        GLIMMER_UNROLL(PROBE_UNROLL)
         for (int kb = lane >> 3; kb < nb; kb += 4) {
 #pragma unroll
             for (int r = 0; r < RW; ++r) {
@@ -264,7 +274,7 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
 #pragma unroll
         for (int r = 0; r < RW; ++r) acc[r] = (float)(x[r] & 0xFFFFu);
     } else {
-#pragma unroll 2
+        GLIMMER_UNROLL(K_UNROLL)
         for (int kb = lane >> 3; kb < nb; kb += 4) {
             const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
 #pragma unroll
