@@ -145,26 +145,49 @@ __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, 
 __device__ __forceinline__ void combine_head(const float* part, const float2* ml, int ns, size_t base, int head_dim_v,
                                              size_t obase, float* __restrict__ out, const float* __restrict__ gate,
                                              i8* __restrict__ q8, float2* __restrict__ ds8) {
+    // Each load below is issued before any of them is used: the merge is a few L2 round trips,
+    // not one a split (a loop over the splits that uses each value as it loads it waits for
+    // every load in turn; at 33 splits that was ~30 trips).
     __shared__ float wsplit[MAX_SPLITS];
+    __shared__ float wred[2][ATT_WARPS];
+    constexpr int PER = MAX_SPLITS / (ATT_WARPS * 32);  // splits a thread holds
+    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
+    float2 v[PER];
     float mx = NEG_INF;
-    for (int s = 0; s < ns; ++s) mx = fmaxf(mx, __ldcg(&ml[base + s].x));
-    float lsum = 0.0f;
-    for (int s = 0; s < ns; ++s) {
-        const float2 v = __ldcg(&ml[base + s]);
-        if (v.x != NEG_INF) lsum += v.y * expf(v.x - mx);
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+        const int sp = t + k * ATT_WARPS * 32;
+        v[k] = sp < ns ? __ldcg(&ml[base + sp]) : make_float2(NEG_INF, 0.0f);
+        mx = fmaxf(mx, v[k].x);
     }
-    const float inv = 1.0f / lsum;
-    for (int s = threadIdx.x; s < ns; s += blockDim.x) {
-        const float2 v = __ldcg(&ml[base + s]);
-        wsplit[s] = v.x == NEG_INF ? 0.0f : expf(v.x - mx);
-    }
+    mx = warp_max(mx);
+    if (lane == 0) wred[0][wid] = mx;
     __syncthreads();
-    for (int d = threadIdx.x; d < head_dim_v; d += blockDim.x) {
-        float o = 0.0f;
-        for (int s = 0; s < ns; ++s) o += __ldcg(&part[(base + s) * head_dim_v + d]) * wsplit[s];
+#pragma unroll
+    for (int w = 0; w < ATT_WARPS; ++w) mx = fmaxf(mx, wred[0][w]);
+    float ls = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+        const int sp = t + k * ATT_WARPS * 32;
+        const float e = v[k].x == NEG_INF ? 0.0f : expf(v[k].x - mx);
+        if (sp < ns) wsplit[sp] = e;
+        ls += v[k].y * e;
+    }
+    ls = warp_sum(ls);
+    if (lane == 0) wred[1][wid] = ls;
+    __syncthreads();
+    float lsum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < ATT_WARPS; ++w) lsum += wred[1][w];
+    const float inv = 1.0f / lsum;
+    for (int d = t; d < head_dim_v; d += blockDim.x) {
         const size_t e = obase + d;
+        const float gv = gate ? gate[e] : 0.0f;
+        float o = 0.0f;
+#pragma unroll 16
+        for (int sp = 0; sp < ns; ++sp) o += __ldcg(&part[(base + sp) * head_dim_v + d]) * wsplit[sp];
         float y = o * inv;
-        if (gate) y *= 1.0f / (1.0f + expf(-gate[e]));
+        if (gate) y *= 1.0f / (1.0f + expf(-gv));
         out[e] = y;
         if (q8) quantize_lane_q8(y, e, q8, ds8);
     }
