@@ -273,6 +273,10 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 // with no pass over x'. (In f64; the CPU sums the rounded x' instead, which differs in the
 // last bits of the f32 scale, inside the tolerance of the checks.) The partial sums are
 // written per block and added in a fixed order: no atomics, the same bits every run.
+// Status (session 14, H100): correct (cuda-check ops, e2e) but 0.19 ms a token slower than the
+// default: the 52-block norm launch costs the step what the one-block launch did (~6.7 us; so
+// that cost is the launch boundary, not the norm's reductions), and the GEMV that leaves the
+// sums is ~1.8 us a launch slower. Off unless $GLIMMER_FUSE_NORM=2.
 
 // Partial sums of one block, in `part` as 4 doubles a block.
 struct NormSums {

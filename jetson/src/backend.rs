@@ -162,7 +162,10 @@ pub struct CudaBackend {
     /// of one block ([`NormFusion::Off`], the default), in the last block of the matmul's own
     /// launch ([`NormFusion::Tail`]), or from sums the matmul's blocks leave, in a launch of
     /// one warp for each 32 values ([`NormFusion::Split`]). `$GLIMMER_FUSE_NORM` = 1 (tail)
-    /// or 2 (split) chooses (a measuring knob). Public so checks and benchmarks can choose.
+    /// or 2 (split) chooses (a measuring knob). Both are correct and both measured slower
+    /// on the H100's 30B-shape decode (BENCHMARKS.md sessions 13–14: tail 127 → 83 tok/s,
+    /// split −0.19 ms a token: the wide norm launch costs what the one-block launch did, and
+    /// the GEMV that leaves the sums is slower). Public so checks and benchmarks can choose.
     pub fuse_norm: NormFusion,
     /// Whether multi-GEMV launches whose matrices are all Q4_K or all Q6_K take
     /// `gemv_k_multi_async` / `gemv_k_multi_async6` (weights streamed through shared memory
