@@ -267,13 +267,16 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 // one) and keeping RW 16-byte weight loads in flight. `a` and `ad` are the activation row's;
 // rows from `row0` (at most RW, clipped to n_out) are this warp's. Leaves each row's dot
 // product in v (every lane).
-// K_PIPE 1: k_rows_dot's loop is software-pipelined: each pass first issues the next pass's
-// weight loads (k_load), then works on the ones loaded a pass earlier, so a warp's loads stay
-// in flight while it does its arithmetic (0: the loop loads and uses K_UNROLL passes at a time,
-// and a warp has no weight load in flight while it works). The same registers either way: one
-// pass's chunks loaded ahead where K_UNROLL 2 holds two passes'.
+// K_PIPE D > 0: k_rows_dot's loop is software-pipelined: each pass first issues the weight
+// loads (k_load) of the pass D ahead, then works on the ones loaded D passes earlier, so a
+// warp's loads stay in flight while it does its arithmetic (0: the loop loads and uses
+// K_UNROLL passes at a time, and a warp has no weight load in flight while it works). D = 1
+// holds as many loaded chunks as K_UNROLL 2 does.
 #ifndef K_PIPE
 #define K_PIPE 0
+#endif
+#ifndef K_PIPE_ACT
+#define K_PIPE_ACT 0
 #endif
 // Super-block passes of k_rows_dot's loop unrolled together (measuring knobs,
 // $GLIMMER_CUDA_DEFINES): K_UNROLL for the GEMVs, PROBE_UNROLL for the probe.
@@ -321,23 +324,39 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
         }
 #pragma unroll
         for (int r = 0; r < RW; ++r) acc[r] = (float)(x[r] & 0xFFFFu);
-    } else if (K_PIPE) {
+    } else if (K_PIPE > 0) {
+        // buf[j]: the chunks of pass kb + 4j, loaded K_PIPE passes ahead of their use.
         int kb = lane >> 3;
-        WChunk cur[RW];
+        WChunk buf[K_PIPE > 0 ? K_PIPE : 1][RW];
 #pragma unroll
-        for (int r = 0; r < RW; ++r)
-            if (kb < nb) cur[r] = k_load<T>(wr[r], kb, nb, c);
+        for (int j = 0; j < K_PIPE; ++j)
+#pragma unroll
+            for (int r = 0; r < RW; ++r)
+                if (kb + 4 * j < nb) buf[j][r] = k_load<T>(wr[r], kb + 4 * j, nb, c);
+        // K_PIPE_ACT: the activations (L1 hits) are loaded a pass ahead too.
+        ActChunk an;
+        if (K_PIPE_ACT && kb < nb) an = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
         for (; kb < nb; kb += 4) {
             WChunk nxt[RW];
 #pragma unroll
             for (int r = 0; r < RW; ++r)
-                if (kb + 4 < nb) nxt[r] = k_load<T>(wr[r], kb + 4, nb, c);
-            const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
-#pragma unroll
-            for (int r = 0; r < RW; ++r) {
-                acc[r] += k_math<T>(cur[r], c, ac);
-                cur[r] = nxt[r];
+                if (kb + 4 * K_PIPE < nb) nxt[r] = k_load<T>(wr[r], kb + 4 * K_PIPE, nb, c);
+            ActChunk ac;
+            if (K_PIPE_ACT) {
+                ac = an;
+                if (kb + 4 < nb)
+                    an = T == T_Q4_K ? q4k_act<false>(c, kb + 4, a, ad) : q6k_act<false>(c, kb + 4, a, ad);
+            } else {
+                ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
             }
+#pragma unroll
+            for (int r = 0; r < RW; ++r) acc[r] += k_math<T>(buf[0][r], c, ac);
+#pragma unroll
+            for (int j = 0; j + 1 < K_PIPE; ++j)
+#pragma unroll
+                for (int r = 0; r < RW; ++r) buf[j][r] = buf[j + 1][r];
+#pragma unroll
+            for (int r = 0; r < RW; ++r) buf[K_PIPE - 1][r] = nxt[r];
         }
     } else {
         GLIMMER_UNROLL(K_UNROLL)
