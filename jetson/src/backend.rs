@@ -257,8 +257,13 @@ impl CudaBackend {
         let aq_bytes = cap.chunk.checked_mul(cols).ok_or(ovf)?;
         let ads_bytes = aq_bytes / 32 * 8;
         // Enough splits to give every multiprocessor eight blocks at batch 1 (each split then
-        // walks few keys: its warps' key loop is a chain of dependent loads).
+        // walks few keys: its warps' key loop is a chain of dependent loads), or
+        // `$GLIMMER_ATTN_SPLITS` (a measuring knob).
         let want = (8 * gpu.sm_count() as usize).div_ceil(cap.n_head.max(1));
+        let want = std::env::var("GLIMMER_ATTN_SPLITS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(want);
         let decode_splits = want.clamp(1, MAX_SPLITS);
         let parts = (cap.chunk.checked_mul(cap.n_head).ok_or(ovf)?).max(cap.n_head * decode_splits);
         let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
