@@ -37,6 +37,15 @@
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
 //!
+//! Measuring knobs (environment variables read when a backend is made; off by default, and
+//! each measured in BENCHMARKS.md, so a change can be compared on a device without a rebuild):
+//! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_FUSE_NORM` (1: the
+//! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
+//! norm launch; [`NormFusion`]), `GLIMMER_GEMV_ASYNC` (weights through a `cp.async` ring),
+//! `GLIMMER_GEMV_PREFETCH` (deep L2 prefetch), `GLIMMER_GEMV_PROBE` (the GEMVs' loads without
+//! their arithmetic: garbage output, for timing only) and `GLIMMER_ATTN_SPLITS` (the decode
+//! attention's most splits).
+//!
 //! Everything returns [`CudaError`]; without a driver, [`Gpu::open`] returns
 //! [`CudaError::NoDriver`]. On macOS (no CUDA) the crate holds only the error type.
 
