@@ -156,7 +156,7 @@ pub struct CudaBackend {
     /// Deep L2 prefetch in `gemv_k_multi`: launches whose matrices hold at most `.0` bytes
     /// have each warp prefetch the first `.1` bytes of its rows before it waits on the kernel
     /// before it (the others prefetch one line a lane). Default from
-    /// [`gemv_prefetch_default`]; public so benchmarks can compare.
+    /// `gemv_prefetch_default`; public so benchmarks can compare.
     pub gemv_prefetch: (u64, u32),
     /// How `matmul_add_rmsnorm` at one row runs its norms: after the matmul in a norm launch
     /// of one block ([`NormFusion::Off`], the default), in the last block of the matmul's own
