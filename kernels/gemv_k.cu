@@ -133,46 +133,6 @@ __device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int
     return q6k_math(l4, h4, sc0, sc1, d, c, a);
 }
 
-// The weight side of a chunk as loaded, before any arithmetic (K_PP's loop loads a pass
-// while it works on another). Q4_K: a = its 16 quant bytes, x = the
-// d/dmin word, y, z, w = the three scale words q4k_math takes. Q6_K: a, b = the low and high
-// planes' 16 bytes, x, y = the two sub-block scales (as int), z = the d bits.
-struct WChunk {
-    uint4 a, b;
-    u32 x, y, z, w;
-};
-
-template <int T>
-__device__ __forceinline__ WChunk k_load(const u8* __restrict__ row, int kb, int nb, int c) {
-    WChunk k;
-    if (T == T_Q4_K) {
-        const u8* b = row + 144 * (size_t)kb;
-        const int p = c >> 1;
-        const u16* s16 = (const u16*)(b + 4);
-        k.a = ld_weights16(b + 16 + 16 * c);
-        k.x = __ldg((const u32*)b);
-        k.y = __ldg(s16 + p);
-        k.z = __ldg(s16 + p + 2);
-        k.w = __ldg(s16 + (p & 1));
-    } else {
-        const int h = c >> 2, cc = c & 3;
-        const u32 ukb = (u32)kb, unb = (u32)nb;
-        k.a = ld_weights16(row + (128 * ukb + 16 * c));
-        k.b = ld_weights16(row + (128 * unb + 64 * ukb + 32 * h + 16 * (cc & 1)));
-        const u32 so = 192 * unb + 16 * ukb + 8 * h + cc;
-        k.x = (u32)(int)(i8)__ldg(row + so);
-        k.y = (u32)(int)(i8)__ldg(row + so + 4);
-        k.z = __ldg((const u16*)(row + (208 * unb + 2 * ukb)));
-    }
-    return k;
-}
-
-template <int T>
-__device__ __forceinline__ float k_math(const WChunk& k, int c, const ActChunk& a) {
-    if (T == T_Q4_K) return q4k_math(k.a, k.x, k.y, k.z, k.w, c, a);
-    return q6k_math(k.a, k.b, (float)(int)k.x, (float)(int)k.y, h2f((u16)k.z), c, a);
-}
-
 // Chunk c of super-block kb of a row of nb super-blocks against its activations.
 template <int T>
 __device__ __forceinline__ float k_dot(const u8* __restrict__ row, int kb, int nb, int c, const ActChunk& a) {
@@ -267,12 +227,6 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 // one) and keeping RW 16-byte weight loads in flight. `a` and `ad` are the activation row's;
 // rows from `row0` (at most RW, clipped to n_out) are this warp's. Leaves each row's dot
 // product in v (every lane).
-// K_PP 1: k_rows_dot's loop works on two passes' chunks held in two register sets and reloads
-// each set as soon as its arithmetic is done, so the next loads are in flight during the other
-// set's arithmetic (a measuring knob; 0, the default: load K_UNROLL passes, then use them).
-#ifndef K_PP
-#define K_PP 0
-#endif
 // Super-block passes of k_rows_dot's loop unrolled together (measuring knobs,
 // $GLIMMER_CUDA_DEFINES): K_UNROLL for the GEMVs, PROBE_UNROLL for the probe.
 #ifndef K_UNROLL
@@ -319,36 +273,6 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
         }
 #pragma unroll
         for (int r = 0; r < RW; ++r) acc[r] = (float)(x[r] & 0xFFFFu);
-    } else if (K_PP) {
-        // Branch-free: a pass past the row's end reloads (and does not count) a pass this
-        // lane owns, so all of a pass's loads sit in one basic block.
-        const int k0 = lane >> 3;
-        const int kmax = k0 < nb ? k0 + 4 * ((nb - 1 - k0) >> 2) : k0;  // this lane's last pass
-        const auto clampk = [&](int k) { return k <= kmax ? k : kmax; };
-        WChunk ba[RW], bb[RW];
-#pragma unroll
-        for (int r = 0; r < RW; ++r) {
-            ba[r] = k_load<T>(wr[r], clampk(k0), nb, c);
-            bb[r] = k_load<T>(wr[r], clampk(k0 + 4), nb, c);
-        }
-        for (int kb = k0; kb < nb; kb += 8) {
-            {
-                const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, kb, a, ad) : q6k_act<false>(c, kb, a, ad);
-#pragma unroll
-                for (int r = 0; r < RW; ++r) acc[r] += k_math<T>(ba[r], c, ac);
-            }
-#pragma unroll
-            for (int r = 0; r < RW; ++r) ba[r] = k_load<T>(wr[r], clampk(kb + 8), nb, c);
-            {
-                const int k1 = clampk(kb + 4);
-                const float keep = kb + 4 < nb ? 1.0f : 0.0f;
-                const ActChunk ac = T == T_Q4_K ? q4k_act<false>(c, k1, a, ad) : q6k_act<false>(c, k1, a, ad);
-#pragma unroll
-                for (int r = 0; r < RW; ++r) acc[r] += keep * k_math<T>(bb[r], c, ac);
-            }
-#pragma unroll
-            for (int r = 0; r < RW; ++r) bb[r] = k_load<T>(wr[r], clampk(kb + 12), nb, c);
-        }
     } else {
         GLIMMER_UNROLL(K_UNROLL)
         for (int kb = lane >> 3; kb < nb; kb += 4) {
