@@ -118,6 +118,13 @@ __device__ __forceinline__ float q6k_math(const uint4 l4, const uint4 h4, float 
     return d * (sc0 * a.ds0.x * (float)s0 + sc1 * a.ds1.x * (float)s1);
 }
 
+// Byte offset in a repacked Q6_K row (nb blocks) of the 16 high-bit bytes chunk c of
+// super-block kb reads: the qh plane at 128 nb + 64 kb, half c >> 2, 16-byte half (c & 3) & 1.
+// 32-bit (a row is far below 4 GiB): fewer registers than a pointer.
+__device__ __forceinline__ u32 q6k_hi_off(int kb, int nb, int c) {
+    return 128 * (u32)nb + 64 * (u32)kb + 32 * (u32)(c >> 2) + 16 * (u32)(c & 1);
+}
+
 // The weight side of a Q6_K chunk against its activations, from the row's planes (nb blocks):
 // ql at 128 kb, qh at 128 nb + 64 kb, scales at 192 nb + 16 kb, d at 208 nb + 2 kb.
 __device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int nb, int c, const ActChunk& a) {
@@ -125,7 +132,7 @@ __device__ __forceinline__ float q6k_dot(const u8* __restrict__ row, int kb, int
     // 32-bit offsets (a row is far below 4 GiB): fewer registers than four plane pointers.
     const u32 ukb = (u32)kb, unb = (u32)nb;
     const uint4 l4 = ld_weights16(row + (128 * ukb + 16 * c));
-    const uint4 h4 = ld_weights16(row + (128 * unb + 64 * ukb + 32 * h + 16 * (cc & 1)));
+    const uint4 h4 = ld_weights16(row + q6k_hi_off(kb, nb, c));
     const u32 so = 192 * unb + 16 * ukb + 8 * h + cc;
     const float sc0 = (float)(i8)__ldg(row + so);
     const float sc1 = (float)(i8)__ldg(row + so + 4);
@@ -265,8 +272,7 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
                 const uint4 q = ld_weights16(chunk_at<T>(wr[r], kb, c));
                 x[r] ^= q.x ^ q.y ^ q.z ^ q.w;
                 if (T == T_Q6_K) {
-                    const int h = c >> 2, cc = c & 3;
-                    const uint4 h4 = ld_weights16(wr[r] + (128 * (u32)nb + 64 * (u32)kb + 32 * h + 16 * (cc & 1)));
+                    const uint4 h4 = ld_weights16(wr[r] + q6k_hi_off(kb, nb, c));
                     x[r] ^= h4.x ^ h4.y ^ h4.z ^ h4.w;
                 }
             }
@@ -524,9 +530,8 @@ __device__ __forceinline__ void ka_issue(Stage& st, const u8* row0, const u8* ro
             cp_async16(&st.q[r][lane], blk + 16 + 16 * c, valid ? 16 : 0);
             if (c == r) cp_async16(&st.h[r][g], blk, valid ? 16 : 0);
         } else {
-            const int h = c >> 2, cc = c & 3;
             cp_async16(&st.ql[r][lane], row + 128 * k + 16 * c, valid ? 16 : 0);
-            cp_async16(&st.qh[r][lane], row + 128 * nb + 64 * k + 32 * h + 16 * (cc & 1), valid ? 16 : 0);
+            cp_async16(&st.qh[r][lane], row + q6k_hi_off(k, nb, c), valid ? 16 : 0);
             if (c == r) cp_async16(&st.sc[r][g], row + 192 * nb + 16 * k, valid ? 16 : 0);
             // d of super-block kb: the aligned 4 bytes holding it (and its even/odd
             // neighbour's, read only where that neighbour exists).

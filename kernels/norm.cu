@@ -281,6 +281,12 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 // Partial sums of one block, in `part` as 4 doubles a block.
 struct NormSums {
     double yy, xb, bb, xx;
+    __device__ __forceinline__ void add(const NormSums& o) {
+        yy += o.yy;
+        xb += o.xb;
+        bb += o.bb;
+        xx += o.xx;
+    }
 };
 
 // The four sums over the rows a thread stores (lane 0 of each warp); x and pw of a pair's rows
@@ -329,12 +335,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     __syncthreads();
     if (threadIdx.x == 0) {
         NormSums t = red[0];
-        for (int k = 1; k < warps; ++k) {
-            t.yy += red[k].yy;
-            t.xb += red[k].xb;
-            t.bb += red[k].bb;
-            t.xx += red[k].xx;
-        }
+        for (int k = 1; k < warps; ++k) t.add(red[k]);
         part[blockIdx.x] = t;
     }
 }
@@ -358,13 +359,7 @@ extern "C" __global__ void __launch_bounds__(256)
     const float xv = x[i];
     NormSums t = {0.0, 0.0, 0.0, 0.0};
 #pragma unroll 4
-    for (int j = lane; j < nparts; j += 32) {
-        const NormSums p = part[j];
-        t.yy += p.yy;
-        t.xb += p.xb;
-        t.bb += p.bb;
-        t.xx += p.xx;
-    }
+    for (int j = lane; j < nparts; j += 32) t.add(part[j]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         t.yy += __shfl_xor_sync(FULL_MASK, t.yy, o);

@@ -706,9 +706,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // the matmul, then `norm_add_rmsnorm` or `add_rmsnorm`). At one row the CUDA backend runs
     // the norms fused with the GEMV, both ways (`gemv_k_multi_norm`, or `gemv_k_multi_sums`
     // and `norm_sums_q8_f32`; counted, so a silent fallback fails); at three rows, a matmul
-    // and a norm launch. y, x, the norm,
-    // and a matmul reading the fused q8_1 output; run back to back, so a ticket counter left
-    // set by one launch fails the next.
+    // and a norm launch. y, x, the norm, and a matmul reading the fused q8_1 output; run back
+    // to back, so a ticket counter left set by one launch fails the next.
     let odata = matrix(&mut rng, GgmlType::Q4_K, cols, ff, 0.1)?;
     let wo = Tensor {
         ty: GgmlType::Q4_K,
