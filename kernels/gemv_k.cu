@@ -384,7 +384,13 @@ __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS, Ep& ep) {
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
     const int wpb = blockDim.x >> 5;
-    const int first = blockIdx.x * wpb + (threadIdx.x >> 5);
+    // K_INTERLEAVE (a measuring knob): warp w of block b starts at pair w·gridDim.x + b, so
+    // the pairs left over after the even share land one a multiprocessor instead of all on
+    // the first blocks.
+#ifndef K_INTERLEAVE
+#define K_INTERLEAVE 0
+#endif
+    const int first = K_INTERLEAVE ? (threadIdx.x >> 5) * gridDim.x + blockIdx.x : blockIdx.x * wpb + (threadIdx.x >> 5);
     const int stride = gridDim.x * wpb;
     if (pf > 0) {
         // The first `pf` bytes of this warp's rows, in the order it reads them, into L2 before
@@ -619,3 +625,193 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemv_k_multi_async6(K_MULTI
     gemv_k_multi_async_body<T_Q6_K, KaStage6>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1,
                                               w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf);
 }
+
+// ---- The same multi-GEMV with its weights streamed by the copy engine (TMA bulk copies) ----
+// On the H200 even gemv_k_multi's loads alone (gemv_k_multi_probe) stop at ~81 % of the copy
+// bandwidth, because each thread can keep only a few 16-byte loads in flight in registers,
+// and cp.async (gemv_k_multi_async, one 16-byte copy a thread at a time) was slower still.
+// Here lane 0 of each warp asks the multiprocessor's bulk-copy unit for whole items (R
+// consecutive weight rows, contiguous in memory: one copy each) into a ring of `stages`
+// slots in shared memory, each slot with an mbarrier that completes when the item's bytes
+// have landed. Nothing is held in registers while the bytes are in flight, so a warp keeps
+// (stages − 1) whole items in flight while it works on one: 8 warps × 7.5 KiB items × 2
+// slots keep ~60–120 KiB in flight a multiprocessor, against the ~30 KiB the H200 needs by
+// Little's law (4.8 TB/s × ~0.8 µs ÷ 132). The weights are never written by a kernel, so the
+// first `stages` items are asked for before the wait on the previous kernel. The activation
+// row is staged in shared memory once a block.
+//
+// Items: segment s owns items [e_{s-1}, e_s) (R rows each; the host passes the ends in
+// items). Warp w of block b takes items w·gridDim.x + b, then every gridDim.x·warps-th after
+// it, so the items left over after the even share land one a multiprocessor rather than all
+// on the first blocks. Dynamic shared memory (host: `tma_layout` in jetson/src/ops.rs):
+// 512 bytes of mbarriers (16 warps × 4 stages at most), the activation row (cols int8, then
+// cols / 32 (d, d·sum) pairs), then warps × stages slots of `slot` bytes (a multiple of 128
+// holding R rows). Needs sm_90 (the host launches it only there): on older GPUs the body
+// compiles to nothing.
+#define KT_BAR_BYTES 512
+
+__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+// Makes the barriers' initialization visible to the bulk-copy unit.
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// Lane 0: this phase of `bar` completes when `bytes` have arrived (one arrival, the caller's).
+__device__ __forceinline__ void mbar_expect(u64* bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global memory to shared
+// memory by the bulk-copy unit, counted against `bar`'s expected bytes.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, u32 bytes, u64* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+// Waits until the phase of `bar` with this parity has completed.
+__device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
+    u32 done = 0;
+    while (!done) {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(smem_u32(bar)), "r"(parity)
+            : "memory");
+    }
+}
+#endif
+
+// A Q4_K chunk of the super-block at `b` (shared memory) against its activations.
+__device__ __forceinline__ float q4k_dot_s(const u8* b, int c, const ActChunk& a) {
+    return q4k_dot_staged(*(const uint4*)(b + 16 + 16 * c), b, c, a);
+}
+
+// A Q6_K chunk of a repacked row (shared memory; planes as q6k_dot reads them).
+__device__ __forceinline__ float q6k_dot_s(const u8* row, int kb, int nb, int c, const ActChunk& a) {
+    const int h = c >> 2, cc = c & 3;
+    const u32 ukb = (u32)kb, unb = (u32)nb;
+    const uint4 l4 = *(const uint4*)(row + (128 * ukb + 16 * c));
+    const uint4 h4 = *(const uint4*)(row + q6k_hi_off(kb, nb, c));
+    const u32 so = 192 * unb + 16 * ukb + 8 * h + cc;
+    const float sc0 = (float)(i8)row[so];
+    const float sc1 = (float)(i8)row[so + 4];
+    const float d = h2f(*(const u16*)(row + (208 * unb + 2 * ukb)));
+    return q6k_math(l4, h4, sc0, sc1, d, c, a);
+}
+
+// The dot products of the `nr` (1..R) rows of one item at `rows` (shared memory, `rb` bytes
+// apart) with the staged activations, each left in v (every lane). PROBE: the quant loads
+// only, folded into a meaningless result (a measuring kernel, as gemv_k_multi_probe).
+template <int T, int R, bool PROBE>
+__device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, const i8* sa, const float2* sd,
+                                        float (&v)[R]) {
+    const int lane = threadIdx.x & 31, c = lane & 7;
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+#pragma unroll 2
+    for (int kb = lane >> 3; kb < nb; kb += 4) {
+        if (PROBE) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const uint4 q = *(const uint4*)(rows + r * rb + (T == T_Q4_K ? 144 * kb + 16 + 16 * c : 128 * kb + 16 * c));
+                acc[r] += (float)((q.x ^ q.y ^ q.z ^ q.w) & 0xFFu);
+            }
+        } else {
+            const ActChunk ac = T == T_Q4_K ? q4k_act<true>(c, kb, sa, sd) : q6k_act<true>(c, kb, sa, sd);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                if (R > 1 && r >= nr) break;
+                const u8* row = rows + r * rb;
+                acc[r] += T == T_Q4_K ? q4k_dot_s(row + 144 * kb, c, ac) : q6k_dot_s(row, kb, nb, c, ac);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[r] = warp_sum(acc[r]);
+}
+
+template <int R, bool PROBE>
+__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot) {
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(128) u8 kt_smem[];
+    const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
+    const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int wpb = blockDim.x >> 5;
+    const int first = warp * gridDim.x + blockIdx.x;
+    const int stride = gridDim.x * wpb;
+    const int items = pairs;  // in items of R rows here
+    const int nb = cols >> 8;
+    u64* bars = (u64*)kt_smem + warp * stages;
+    i8* sa = (i8*)(kt_smem + KT_BAR_BYTES);
+    float2* sd = (float2*)(sa + cols);
+    u8* ring = kt_smem + KT_BAR_BYTES + ((((u32)cols + ((u32)cols >> 2)) + 127u) & ~127u) + (u32)(warp * stages) * slot;
+    const int mine = first < items ? (items - first + stride - 1) / stride : 0;
+    // Item j of this warp: its segment, first row and rows.
+    auto locate = [&](int j, KSeg& s, int& row0, int& nr) {
+        int g = first + j * stride;
+        s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
+        row0 = R * g;
+        nr = min(R, s.n - row0);
+    };
+    auto issue = [&](int j) {
+        KSeg s;
+        int row0, nr;
+        locate(j, s, row0, nr);
+        u64* bar = bars + j % stages;
+        const u32 bytes = (u32)nr * (u32)s.rb;
+        mbar_expect(bar, bytes);
+        bulk_g2s(ring + (u32)(j % stages) * slot, s.w + (size_t)row0 * s.rb, bytes, bar);
+    };
+    if (lane == 0) {
+        for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
+        mbar_init_fence();
+        for (int j = 0; j < stages && j < mine; ++j) issue(j);
+    }
+    __syncwarp();
+    pdl_begin();
+    const size_t ar = blockIdx.y;
+    {
+        const uint4* ga = (const uint4*)(aq + ar * cols);
+        const float2* gd = ads + ar * (cols >> 5);
+        for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x) ((uint4*)sa)[i] = __ldg(ga + i);
+        for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = __ldg(gd + i);
+    }
+    __syncthreads();
+    for (int j = 0; j < mine; ++j) {
+        KSeg s;
+        int row0, nr;
+        locate(j, s, row0, nr);
+        mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
+        const u8* rows = ring + (u32)(j % stages) * slot;
+        float v[R];
+        if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v);
+        else kt_item<T_Q6_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v);
+        float* o = s.out + ar * s.n;
+        if (lane == 0) {
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+                if (r < nr) o[row0 + r] = v[r];
+        }
+        // Every lane is done with the slot before it is refilled.
+        __syncwarp();
+        if (lane == 0 && j + stages < mine) issue(j + stages);
+    }
+#endif
+}
+
+// R = 2 rows an item (rows up to ~56 KiB a pair fit two slots a warp) and R = 1 (wider
+// rows: the FFN down projection), each with its probe. At most 16 warps a block, one block a
+// multiprocessor (the ring takes most of its shared memory).
+#define K_TMA_KERNEL(name, R, PROBE)                                                                                \
+    extern "C" __global__ void __launch_bounds__(512, 1) name(K_MULTI_PARAMS, int stages, u32 slot) {              \
+        gemv_k_multi_tma_body<R, PROBE>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, \
+                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot);               \
+    }
+K_TMA_KERNEL(gemv_k_multi_tma2, 2, false)
+K_TMA_KERNEL(gemv_k_multi_tma1, 1, false)
+K_TMA_KERNEL(gemv_k_multi_tma2_probe, 2, true)
+K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true)

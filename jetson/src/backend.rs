@@ -181,6 +181,13 @@ pub struct CudaBackend {
     pub gemv_probe: bool,
     /// How many `gemv_k_multi_async*` launches this backend has made (checks read it).
     pub gemv_async_launches: u64,
+    /// Whether one-row multi-GEMV launches stream their weights with the multiprocessors'
+    /// bulk-copy units (`gemv_k_multi_tma*`, compute capability 9.0 and later), and how
+    /// ([`TmaGemv`]). `$GLIMMER_GEMV_TMA` = `1` or `STAGES:WARPS[:ROWS]` chooses; public so
+    /// checks and benchmarks can choose.
+    pub gemv_tma: Option<TmaGemv>,
+    /// How many `gemv_k_multi_tma*` launches this backend has made (checks read it).
+    pub gemv_tma_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
     /// `gemv_k_multi_sums`'s (four `f64` each), [`Self::norm_blocks`] of them.
     pub(crate) norm_part: DevMem,
@@ -202,6 +209,58 @@ pub fn gemv_prefetch_default() -> (u64, u32) {
         .ok()
         .and_then(|v| parse_prefetch(&v))
         .unwrap_or((0, 0))
+}
+
+/// How the bulk-copy multi-GEMVs (`gemv_k_multi_tma*`, kernels/gemv_k.cu) are launched: each
+/// warp keeps a ring of `stages` shared-memory slots, each filled with one item (`item_rows`
+/// consecutive weight rows) by one bulk copy, and a block has at most `max_warps` warps (one
+/// block a multiprocessor; fewer warps where the slots would not fit its shared memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaGemv {
+    /// Slots in each warp's ring (2..=4): one is worked on while the others are in flight.
+    pub stages: u32,
+    /// Most warps a block (1..=16).
+    pub max_warps: u32,
+    /// Rows an item: 1 or 2, or 0 to choose by size (two where `max_warps.min(6)` warps
+    /// still fit, else one).
+    pub item_rows: u32,
+}
+
+impl TmaGemv {
+    /// Two slots, eight warps, rows an item chosen by size.
+    pub const DEFAULT: TmaGemv = TmaGemv {
+        stages: 2,
+        max_warps: 8,
+        item_rows: 0,
+    };
+
+    /// `$GLIMMER_GEMV_TMA`: `1` ([`Self::DEFAULT`]), `STAGES:WARPS` or `STAGES:WARPS:ROWS`;
+    /// anything else (or unset): `None`.
+    pub fn from_env() -> Option<TmaGemv> {
+        Self::parse(&std::env::var("GLIMMER_GEMV_TMA").ok()?)
+    }
+
+    /// See [`Self::from_env`].
+    pub fn parse(v: &str) -> Option<TmaGemv> {
+        let v = v.trim();
+        if v == "1" {
+            return Some(Self::DEFAULT);
+        }
+        let mut it = v.split(':').map(|x| x.parse::<u32>().ok());
+        let stages = it.next()??;
+        let max_warps = it.next()??;
+        let item_rows = it.next().unwrap_or(Some(0))?;
+        let t = TmaGemv {
+            stages,
+            max_warps,
+            item_rows,
+        };
+        ((2..=4).contains(&stages)
+            && (1..=16).contains(&max_warps)
+            && item_rows <= 2
+            && it.next().is_none())
+        .then_some(t)
+    }
 }
 
 /// Where `matmul_add_rmsnorm` at one row runs its norms ([`CudaBackend::fuse_norm`]).
@@ -301,6 +360,8 @@ impl CudaBackend {
             gemv_async: env_on("GLIMMER_GEMV_ASYNC"),
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_async_launches: 0,
+            gemv_tma: TmaGemv::from_env(),
+            gemv_tma_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

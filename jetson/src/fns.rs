@@ -41,6 +41,9 @@ pub(crate) const KA_STAGE4_BYTES: u32 = 2 * 32 * 16 + 2 * 4 * 16;
 /// 2 rows × 4 × 16 scale bytes, 2 rows × 4 × 4 bytes holding d).
 pub(crate) const KA_STAGE6_BYTES: u32 = 2 * 32 * 32 + 2 * 4 * 16 + 2 * 4 * 4;
 
+/// Bytes of `gemv_k_multi_tma*`'s mbarrier area (`KT_BAR_BYTES`: 16 warps × 4 stages × 8).
+pub(crate) const KT_BAR_BYTES: u32 = 512;
+
 /// Every kernel, by op.
 pub(crate) struct Fns {
     pub quantize_q8_1: CudaFunction,
@@ -70,6 +73,9 @@ pub(crate) struct Fns {
     /// through shared memory with cp.async. Each with its resident blocks a multiprocessor,
     /// its dynamic shared memory a block and its threads a block.
     pub gemv_multi_async: [(CudaFunction, u32, u32, u32); 2],
+    /// `gemv_k_multi_tma2`, `gemv_k_multi_tma1` (two and one rows an item: weights streamed
+    /// by bulk copies) and their probes (`_probe`: the same copies, no arithmetic).
+    pub gemv_multi_tma: [CudaFunction; 4],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -136,6 +142,12 @@ impl Fns {
             gemv_multi_async: [
                 async_kernel("gemv_k_multi_async", 256, KA_STAGE4_BYTES)?,
                 async_kernel("gemv_k_multi_async6", 128, KA_STAGE6_BYTES)?,
+            ],
+            gemv_multi_tma: [
+                f("gemv_k_multi_tma2")?,
+                f("gemv_k_multi_tma1")?,
+                f("gemv_k_multi_tma2_probe")?,
+                f("gemv_k_multi_tma1_probe")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

@@ -31,6 +31,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     fns: Fns,
     sm_count: u32,
+    /// Opt-in dynamic shared memory a block (`smem_optin`).
+    smem_optin: u32,
     cc: (i32, i32),
     /// Launch with programmatic stream serialization (see [`Gpu::set_pdl`]).
     pdl: AtomicBool,
@@ -65,12 +67,28 @@ impl Gpu {
         let ptx = compile::ptx_for(cc.0, cc.1)?;
         let module = ctx.load_module(ptx)?;
         let fns = Fns::load(&module)?;
+        // Opt-in dynamic shared memory a block (227 KiB on Hopper). The bulk-copy GEMVs (sm_90
+        // and later) may use all of it; every other kernel stays under the 48 KiB default.
+        let smem_optin = ctx
+            .attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )?
+            .max(MAX_DYNAMIC_SMEM as i32) as u32;
+        if cc.0 >= 9 {
+            for f in &fns.gemv_multi_tma {
+                f.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem_optin as i32,
+                )?;
+            }
+        }
         let pdl = cc.0 >= 9 && std::env::var_os("GLIMMER_CUDA_PDL").is_none_or(|v| v != "0");
         Ok(Arc::new(Gpu {
             ctx,
             stream,
             fns,
             sm_count: sm_count.max(1) as u32,
+            smem_optin,
             cc,
             pdl: AtomicBool::new(pdl),
             module,
@@ -127,6 +145,11 @@ impl Gpu {
     /// Streaming multiprocessors.
     pub fn sm_count(&self) -> u32 {
         self.sm_count
+    }
+
+    /// The most dynamic shared memory a block may opt in to (bytes).
+    pub fn smem_optin(&self) -> u32 {
+        self.smem_optin
     }
 
     /// Total device memory in bytes.
@@ -226,6 +249,7 @@ impl Gpu {
     }
 
     /// [`Gpu::launch`] with `smem` bytes of dynamic shared memory a block (at most
+    /// [`Gpu::smem_optin`]; kernels that have not opted in fail to launch above
     /// [`MAX_DYNAMIC_SMEM`]).
     pub(crate) fn launch_smem(
         &self,
@@ -236,8 +260,7 @@ impl Gpu {
         args: &[Arg],
     ) -> Result<(), CudaError> {
         const MAX: usize = 48;
-        if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > MAX_DYNAMIC_SMEM
-        {
+        if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > self.smem_optin {
             return Err(CudaError::TooLarge);
         }
         if self.is_skipped(f) {

@@ -68,7 +68,7 @@ mod runner;
 mod weights;
 
 #[cfg(not(target_os = "macos"))]
-pub use backend::{Capacity, CudaBackend, NormFusion, MAX_HEAD_DIM};
+pub use backend::{Capacity, CudaBackend, NormFusion, TmaGemv, MAX_HEAD_DIM};
 pub use error::CudaError;
 #[cfg(not(target_os = "macos"))]
 pub use fns::GEMV_TYPES;
@@ -77,7 +77,7 @@ pub use gpu::{DevMem, Gpu};
 #[cfg(not(target_os = "macos"))]
 pub use kv::KvLayout;
 #[cfg(not(target_os = "macos"))]
-pub use ops::{auto_smem, WIDE_ROWS};
+pub use ops::{auto_smem, tma_layout, TmaLayout, WIDE_ROWS};
 #[cfg(not(target_os = "macos"))]
 pub use runner::{CudaForwardError, CudaModel};
 #[cfg(not(target_os = "macos"))]

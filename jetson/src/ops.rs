@@ -5,8 +5,8 @@ use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
-use crate::backend::{CudaBackend, NormFusion, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
-use crate::fns::{gemv_index, raw, MULTI_THREADS};
+use crate::backend::{CudaBackend, NormFusion, TmaGemv, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
+use crate::fns::{gemv_index, raw, KT_BAR_BYTES, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
 
@@ -250,6 +250,44 @@ impl CudaBackend {
             (_, true) => Some(1),
             _ => None,
         };
+        if let (None, 1, Some(cfg), true) =
+            (tail, rows, self.gemv_tma, gpu.compute_capability().0 >= 9)
+        {
+            let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
+            if let Some(l) = tma_layout(cfg, cols, max_rb, gpu.smem_optin()) {
+                // Segment ends in items of `l.rows` rows.
+                let mut items = 0usize;
+                for (s, t) in d.iter().flatten().enumerate() {
+                    items += t.rows.div_ceil(l.rows as usize);
+                    if s + 1 < SEGS {
+                        args[4 + 6 * s + 5] = Arg::int(items)?;
+                    }
+                }
+                for s in ws.len()..SEGS {
+                    if s + 1 < SEGS {
+                        args[4 + 6 * s + 5] = Arg::int(items)?;
+                    }
+                }
+                args[3] = Arg::int(items)?;
+                let k = usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe);
+                let blocks = items
+                    .div_ceil(l.warps as usize)
+                    .min(gpu.sm_count() as usize) as u32;
+                let mut all = [Arg::I(0); 4 + 6 * SEGS + 2];
+                all[..args.len()].copy_from_slice(&args);
+                all[args.len()] = Arg::I(cfg.stages as i32);
+                all[args.len() + 1] = Arg::I(l.slot as i32);
+                gpu.launch_smem(
+                    raw(&fns.gemv_multi_tma[k]),
+                    (blocks, 1, 1),
+                    32 * l.warps,
+                    l.smem,
+                    &all,
+                )?;
+                self.gemv_tma_launches += 1;
+                return Ok(Some(blocks));
+            }
+        }
         if let (None, true, Some(i)) = (tail, self.gemv_async, async_kernel) {
             let (f, per_sm, smem, threads) = &fns.gemv_multi_async[i];
             let blocks = grid((threads / 32) as usize, wave(*per_sm)) as u32;
@@ -1157,9 +1195,52 @@ impl Backend for CudaBackend {
     }
 }
 
+/// A `gemv_k_multi_tma*` launch's shape ([`tma_layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaLayout {
+    /// Rows an item (1 or 2).
+    pub rows: u32,
+    /// Bytes of a ring slot (a multiple of 128 holding `rows` rows).
+    pub slot: u32,
+    /// Warps a block.
+    pub warps: u32,
+    /// Dynamic shared memory a block: the mbarriers, the activation row, the rings.
+    pub smem: u32,
+}
+
+/// How a bulk-copy multi-GEMV over `cols`-wide rows of at most `max_rb` bytes lays out its
+/// shared memory (at most `optin` bytes a block) under `cfg`: two rows an item where
+/// `cfg.max_warps.min(6)` warps still fit (or `cfg.item_rows` says so), else one; as many
+/// warps as fit, up to `cfg.max_warps`. `None` where not even one warp fits.
+pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Option<TmaLayout> {
+    let round = |x: usize| x.div_ceil(128) * 128;
+    let fixed = KT_BAR_BYTES as usize + round(cols + cols / 4);
+    let avail = (optin as usize).checked_sub(fixed)?;
+    let fit = |rows: usize| {
+        let slot = round(rows * max_rb);
+        let warps = (avail / (slot * cfg.stages as usize)).min(cfg.max_warps as usize);
+        (slot, warps)
+    };
+    let rows = match cfg.item_rows {
+        1 | 2 => cfg.item_rows as usize,
+        _ if fit(2).1 >= cfg.max_warps.min(6) as usize => 2,
+        _ => 1,
+    };
+    let (slot, warps) = fit(rows);
+    if warps == 0 || max_rb == 0 {
+        return None;
+    }
+    Some(TmaLayout {
+        rows: rows as u32,
+        slot: u32::try_from(slot).ok()?,
+        warps: warps as u32,
+        smem: u32::try_from(fixed + warps * cfg.stages as usize * slot).ok()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{auto_smem, team_warps};
+    use super::{auto_smem, team_warps, tma_layout, TmaGemv};
 
     #[test]
     fn shared_memory_activations_only_for_many_short_rows() {
@@ -1183,5 +1264,77 @@ mod tests {
         assert_eq!(team_warps(100, 512, 6144), 1);
         assert_eq!(team_warps(300, 4096, 6144), 4);
         assert_eq!(team_warps(1, 1 << 20, 6144), 8);
+    }
+
+    #[test]
+    fn bulk_copy_rings_fit_shared_memory() {
+        const OPTIN: u32 = 232_448; // Hopper: 227 KiB a block
+        let d = TmaGemv::DEFAULT;
+        // 30B shapes: Q4_K rows of 6656 (3744 bytes) take two rows an item and eight warps.
+        let l = tma_layout(d, 6656, 3744, OPTIN).unwrap();
+        assert_eq!((l.rows, l.slot, l.warps), (2, 7552, 8));
+        // FFN down (Q6_K rows of 19968, repacked: 16384 bytes): two rows would leave three
+        // warps, so one row an item, six warps.
+        let l = tma_layout(d, 19968, 16384, OPTIN).unwrap();
+        assert_eq!((l.rows, l.slot, l.warps), (1, 16384, 6));
+        // Every layout fits, and the activation row and barriers come first.
+        for (cols, rb) in [
+            (6656, 3744),
+            (19968, 16384),
+            (4096, 2304),
+            (1280, 1056),
+            (256, 144),
+        ] {
+            for stages in 2..=4 {
+                for max_warps in [1, 8, 16] {
+                    for item_rows in 0..=2 {
+                        let cfg = TmaGemv {
+                            stages,
+                            max_warps,
+                            item_rows,
+                        };
+                        let Some(l) = tma_layout(cfg, cols, rb, OPTIN) else {
+                            continue;
+                        };
+                        assert!(l.smem <= OPTIN && l.warps >= 1 && l.warps <= max_warps);
+                        assert!(l.slot as usize >= l.rows as usize * rb && l.slot % 128 == 0);
+                        let fixed = 512 + (cols + cols / 4).div_ceil(128) * 128;
+                        assert_eq!(
+                            l.smem as usize,
+                            fixed + (l.warps * stages * l.slot) as usize
+                        );
+                    }
+                }
+            }
+        }
+        // Nothing fits: no layout.
+        assert_eq!(tma_layout(d, 6656, 200_000, OPTIN), None);
+        assert_eq!(tma_layout(d, 6656, 3744, 4096), None);
+    }
+
+    #[test]
+    fn bulk_copy_setting_parses_or_is_refused() {
+        assert_eq!(TmaGemv::parse("1"), Some(TmaGemv::DEFAULT));
+        assert_eq!(
+            TmaGemv::parse("3:16:1"),
+            Some(TmaGemv {
+                stages: 3,
+                max_warps: 16,
+                item_rows: 1
+            })
+        );
+        assert_eq!(
+            TmaGemv::parse("2:8"),
+            Some(TmaGemv {
+                stages: 2,
+                max_warps: 8,
+                item_rows: 0
+            })
+        );
+        for bad in [
+            "", "0", "1:8", "5:8", "2:0", "2:17", "2:8:3", "2:8:1:1", "a:b",
+        ] {
+            assert_eq!(TmaGemv::parse(bad), None, "{bad}");
+        }
     }
 }

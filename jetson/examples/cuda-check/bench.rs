@@ -270,6 +270,10 @@ pub fn run(
         "gemv_k_multi_probe",
         "gemv_k_multi_async",
         "gemv_k_multi_async6",
+        "gemv_k_multi_tma2",
+        "gemv_k_multi_tma1",
+        "gemv_k_multi_tma2_probe",
+        "gemv_k_multi_tma1_probe",
         "gemv_float",
     ];
     const NORMS: &[&str] = &[

@@ -530,6 +530,41 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         }
     }
     p.cu.gemv_async = async_default;
+
+    // The bulk-copy multi-GEMVs (compute capability 9.0 and later; one row): the four mixed
+    // matrices (odd row counts end a matrix inside an item; Q6_K between Q4_K switches type
+    // from one item to the next), two of them, and the Q6_K one alone, under ring shapes
+    // with two and one rows an item, two to four slots and 1 to 16 warps. Counted, so a
+    // silent fallback fails.
+    if p.cu.gpu().compute_capability().0 >= 9 {
+        let tma_default = p.cu.gemv_tma;
+        for (stages, max_warps, item_rows) in
+            [(2, 8, 0), (2, 8, 1), (3, 4, 2), (4, 16, 1), (2, 1, 2)]
+        {
+            p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
+                stages,
+                max_warps,
+                item_rows,
+            });
+            for ws in [
+                &ts.iter().collect::<Vec<_>>()[..],
+                &ts.iter().collect::<Vec<_>>()[1..3],
+                &q6[..],
+            ] {
+                let label = format!(
+                    "matmul_many{}_tma{stages}x{max_warps}r{item_rows}",
+                    ws.len()
+                );
+                let before = p.cu.gemv_tma_launches;
+                ok &= check_matmul_many(&mut p, &mut rng, ws, 1, &label)?;
+                if p.cu.gemv_tma_launches != before + 1 {
+                    println!("{label}: the bulk-copy kernel did not run  FAIL");
+                    ok = false;
+                }
+            }
+        }
+        p.cu.gemv_tma = tma_default;
+    }
     p.cu.gemv_multi_single = false;
 
     // Embedding rows and the rest: 512 wide.
