@@ -384,11 +384,12 @@ __device__ __forceinline__ void gemv_k_multi_body(K_MULTI_PARAMS, Ep& ep) {
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
     const int wpb = blockDim.x >> 5;
-    // K_INTERLEAVE (a measuring knob): warp w of block b starts at pair w·gridDim.x + b, so
-    // the pairs left over after the even share land one a multiprocessor instead of all on
-    // the first blocks.
+    // Warp w of block b starts at pair w·gridDim.x + b, so the pairs left over after the
+    // even share land one a multiprocessor instead of all on the first blocks (H200:
+    // 142.8 -> 144.9 tok/s on the 30B shape, BENCHMARKS.md session 15; K_INTERLEAVE=0, a
+    // measuring knob, keeps the old order: warps of a block on consecutive pairs).
 #ifndef K_INTERLEAVE
-#define K_INTERLEAVE 0
+#define K_INTERLEAVE 1
 #endif
     const int first = K_INTERLEAVE ? (threadIdx.x >> 5) * gridDim.x + blockIdx.x : blockIdx.x * wpb + (threadIdx.x >> 5);
     const int stride = gridDim.x * wpb;
@@ -644,11 +645,11 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemv_k_multi_async6(K_MULTI
 // items). Warp w of block b takes items w·gridDim.x + b, then every gridDim.x·warps-th after
 // it, so the items left over after the even share land one a multiprocessor rather than all
 // on the first blocks. Dynamic shared memory (host: `tma_layout` in jetson/src/ops.rs):
-// 512 bytes of mbarriers (16 warps × 4 stages at most), the activation row (cols int8, then
-// cols / 32 (d, d·sum) pairs), then warps × stages slots of `slot` bytes (a multiple of 128
+// 1024 bytes of mbarriers (24 warps × 4 stages at most), the activation row (kt_pa's layout:
+// 80 bytes for each 64 int8 values, then cols / 32 (d, d·sum) pairs), then warps × stages slots of `slot` bytes (a multiple of 128
 // holding R rows). Needs sm_90 (the host launches it only there): on older GPUs the body
 // compiles to nothing.
-#define KT_BAR_BYTES 512
+#define KT_BAR_BYTES 1024
 
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
@@ -683,12 +684,55 @@ __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
 }
 #endif
 
-// A Q4_K chunk of the super-block at `b` (shared memory) against its activations.
-__device__ __forceinline__ float q4k_dot_s(const u8* b, int c, const ActChunk& a) {
-    return q4k_dot_staged(*(const uint4*)(b + 16 + 16 * c), b, c, a);
+// The activation row in shared memory (gemv_k_multi_tma*): the int8 values in 64-value groups
+// (a Q4_K sub-block pair) 80 bytes apart, so that the eight lanes of a quarter-warp reading
+// 16 bytes each of eight different groups hit eight different bank quads; then the
+// (d, d·sum) pair of each 32 values, contiguous. `kt_act_bytes` is the int8 part's size.
+__device__ __forceinline__ u32 kt_pa(u32 e) { return 80u * (e >> 6) + (e & 63u); }
+__device__ __forceinline__ u32 kt_act_bytes(int cols) { return 80u * ((u32)cols >> 6); }
+
+// One Q4_K super-block pass of a lane: the two sub-blocks 2p, 2p+1 (p = lane & 3) of
+// super-block kb, all 64 of their values (32 quant bytes, two 16-byte loads), against
+// the activations x0..x3 (their 64 int8 values) and ds (d, d·sum of each): one header load
+// and one scale decode for 64 values, where q4k_math does one for 32.
+__device__ __forceinline__ float q4k_pair_s(const u8* b, int p, const uint4& x0, const uint4& x1, const uint4& x2,
+                                            const uint4& x3, const float4& ds) {
+    const uint4 h = *(const uint4*)b;
+    const uint4 qa = *(const uint4*)(b + 16 + 32 * p);
+    const uint4 qb = *(const uint4*)(b + 32 + 32 * p);
+    // The scale and min bytes of sub-blocks 2p, 2p+1 (get_scale_min_k4, four at a time):
+    // sub-blocks 0..3 take the low six bits of scale bytes 0..3 (mins: 4..7); 4..7 take the
+    // low (mins: high) nibbles of bytes 8..11 with the top two bits of bytes 0..3 (4..7).
+    const u32 sc = p < 2 ? (h.y & 0x3F3F3F3Fu) : ((h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u));
+    const u32 mn = p < 2 ? (h.z & 0x3F3F3F3Fu) : (((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u));
+    const u32 sh = 16 * (p & 1);
+    const u32 M = 0x0F0F0F0Fu;
+    int s0 = 0, s1 = 0;
+    s0 = __dp4a((int)(qa.x & M), (int)x0.x, s0);
+    s0 = __dp4a((int)(qa.y & M), (int)x0.y, s0);
+    s0 = __dp4a((int)(qa.z & M), (int)x0.z, s0);
+    s0 = __dp4a((int)(qa.w & M), (int)x0.w, s0);
+    s0 = __dp4a((int)(qb.x & M), (int)x1.x, s0);
+    s0 = __dp4a((int)(qb.y & M), (int)x1.y, s0);
+    s0 = __dp4a((int)(qb.z & M), (int)x1.z, s0);
+    s0 = __dp4a((int)(qb.w & M), (int)x1.w, s0);
+    s1 = __dp4a((int)((qa.x >> 4) & M), (int)x2.x, s1);
+    s1 = __dp4a((int)((qa.y >> 4) & M), (int)x2.y, s1);
+    s1 = __dp4a((int)((qa.z >> 4) & M), (int)x2.z, s1);
+    s1 = __dp4a((int)((qa.w >> 4) & M), (int)x2.w, s1);
+    s1 = __dp4a((int)((qb.x >> 4) & M), (int)x3.x, s1);
+    s1 = __dp4a((int)((qb.y >> 4) & M), (int)x3.y, s1);
+    s1 = __dp4a((int)((qb.z >> 4) & M), (int)x3.z, s1);
+    s1 = __dp4a((int)((qb.w >> 4) & M), (int)x3.w, s1);
+    const float d = h2f((u16)(h.x & 0xFFFFu));
+    const float dmin = h2f((u16)(h.x >> 16));
+    const float sc0 = (float)((sc >> sh) & 0xFFu), sc1 = (float)((sc >> (sh + 8)) & 0xFFu);
+    const float m0 = (float)((mn >> sh) & 0xFFu), m1 = (float)((mn >> (sh + 8)) & 0xFFu);
+    return d * (sc0 * ds.x * (float)s0 + sc1 * ds.z * (float)s1) - dmin * (m0 * ds.y + m1 * ds.w);
 }
 
-// A Q6_K chunk of a repacked row (shared memory; planes as q6k_dot reads them).
+// A Q6_K chunk of a repacked row (shared memory; planes as q6k_dot reads them) against its
+// activations.
 __device__ __forceinline__ float q6k_dot_s(const u8* row, int kb, int nb, int c, const ActChunk& a) {
     const int h = c >> 2, cc = c & 3;
     const u32 ukb = (u32)kb, unb = (u32)nb;
@@ -702,30 +746,59 @@ __device__ __forceinline__ float q6k_dot_s(const u8* row, int kb, int nb, int c,
 }
 
 // The dot products of the `nr` (1..R) rows of one item at `rows` (shared memory, `rb` bytes
-// apart) with the staged activations, each left in v (every lane). PROBE: the quant loads
-// only, folded into a meaningless result (a measuring kernel, as gemv_k_multi_probe).
+// apart) with the staged activations (`sa`: kt_pa layout; `sd`: the (d, d·sum) pairs), each
+// left in v (every lane). Q4_K: four lanes a super-block (q4k_pair_s), eight super-blocks a
+// pass; Q6_K: eight lanes a super-block (q6k_math's chunks), four a pass. PROBE: the quant
+// loads only, folded into a meaningless result (a measuring kernel, as gemv_k_multi_probe).
 template <int T, int R, bool PROBE>
-__device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, const i8* sa, const float2* sd,
+__device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, const u8* sa, const float2* sd,
                                         float (&v)[R]) {
-    const int lane = threadIdx.x & 31, c = lane & 7;
+    const int lane = threadIdx.x & 31;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-#pragma unroll 2
-    for (int kb = lane >> 3; kb < nb; kb += 4) {
-        if (PROBE) {
+    if (T == T_Q4_K) {
+        const int p = lane & 3;
+        for (int kb = lane >> 2; kb < nb; kb += 8) {
+            if (PROBE) {
 #pragma unroll
-            for (int r = 0; r < R; ++r) {
-                const uint4 q = *(const uint4*)(rows + r * rb + (T == T_Q4_K ? 144 * kb + 16 + 16 * c : 128 * kb + 16 * c));
-                acc[r] += (float)((q.x ^ q.y ^ q.z ^ q.w) & 0xFFu);
+                for (int r = 0; r < R; ++r) {
+                    const uint4 q = *(const uint4*)(rows + r * rb + 144 * kb + 16 + 32 * p);
+                    acc[r] += (float)((q.x ^ q.y ^ q.z ^ q.w) & 0xFFu);
+                }
+                continue;
             }
-        } else {
-            const ActChunk ac = T == T_Q4_K ? q4k_act<true>(c, kb, sa, sd) : q6k_act<true>(c, kb, sa, sd);
+            const u8* ap = sa + 80 * (4 * kb + p);
+            const uint4 x0 = *(const uint4*)ap, x1 = *(const uint4*)(ap + 16);
+            const uint4 x2 = *(const uint4*)(ap + 32), x3 = *(const uint4*)(ap + 48);
+            const float4 ds = *(const float4*)(sd + 8 * kb + 2 * p);
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 if (R > 1 && r >= nr) break;
-                const u8* row = rows + r * rb;
-                acc[r] += T == T_Q4_K ? q4k_dot_s(row + 144 * kb, c, ac) : q6k_dot_s(row, kb, nb, c, ac);
+                acc[r] += q4k_pair_s(rows + r * rb + 144 * kb, p, x0, x1, x2, x3, ds);
+            }
+        }
+    } else {
+        const int c = lane & 7;
+        for (int kb = lane >> 3; kb < nb; kb += 4) {
+            if (PROBE) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    const uint4 q = *(const uint4*)(rows + r * rb + 128 * kb + 16 * c);
+                    acc[r] += (float)((q.x ^ q.y ^ q.z ^ q.w) & 0xFFu);
+                }
+                continue;
+            }
+            const u32 e0 = 256u * kb + 128u * (c >> 2) + 16u * (c & 3);
+            ActChunk ac;
+            ac.a0 = *(const uint4*)(sa + kt_pa(e0));
+            ac.a1 = *(const uint4*)(sa + kt_pa(e0 + 64));
+            ac.ds0 = sd[e0 >> 5];
+            ac.ds1 = sd[(e0 + 64) >> 5];
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                if (R > 1 && r >= nr) break;
+                acc[r] += q6k_dot_s(rows + r * rb, kb, nb, c, ac);
             }
         }
     }
@@ -746,9 +819,10 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
     const int items = pairs;  // in items of R rows here
     const int nb = cols >> 8;
     u64* bars = (u64*)kt_smem + warp * stages;
-    i8* sa = (i8*)(kt_smem + KT_BAR_BYTES);
-    float2* sd = (float2*)(sa + cols);
-    u8* ring = kt_smem + KT_BAR_BYTES + ((((u32)cols + ((u32)cols >> 2)) + 127u) & ~127u) + (u32)(warp * stages) * slot;
+    u8* sa = kt_smem + KT_BAR_BYTES;
+    float2* sd = (float2*)(sa + kt_act_bytes(cols));
+    u8* ring = kt_smem + KT_BAR_BYTES + ((kt_act_bytes(cols) + ((u32)cols >> 2) + 127u) & ~127u) +
+               (u32)(warp * stages) * slot;
     const int mine = first < items ? (items - first + stride - 1) / stride : 0;
     // Item j of this warp: its segment, first row and rows.
     auto locate = [&](int j, KSeg& s, int& row0, int& nr) {
@@ -777,7 +851,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
     {
         const uint4* ga = (const uint4*)(aq + ar * cols);
         const float2* gd = ads + ar * (cols >> 5);
-        for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x) ((uint4*)sa)[i] = __ldg(ga + i);
+        for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x) *(uint4*)(sa + kt_pa(16u * i)) = __ldg(ga + i);
         for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = __ldg(gd + i);
     }
     __syncthreads();
@@ -804,10 +878,10 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
 }
 
 // R = 2 rows an item (rows up to ~56 KiB a pair fit two slots a warp) and R = 1 (wider
-// rows: the FFN down projection), each with its probe. At most 16 warps a block, one block a
+// rows: the FFN down projection), each with its probe. At most 24 warps a block, one block a
 // multiprocessor (the ring takes most of its shared memory).
 #define K_TMA_KERNEL(name, R, PROBE)                                                                                \
-    extern "C" __global__ void __launch_bounds__(512, 1) name(K_MULTI_PARAMS, int stages, u32 slot) {              \
+    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, int stages, u32 slot) {              \
         gemv_k_multi_tma_body<R, PROBE>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, \
                                         rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot);               \
     }

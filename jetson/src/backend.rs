@@ -219,7 +219,7 @@ pub fn gemv_prefetch_default() -> (u64, u32) {
 pub struct TmaGemv {
     /// Slots in each warp's ring (2..=4): one is worked on while the others are in flight.
     pub stages: u32,
-    /// Most warps a block (1..=16).
+    /// Most warps a block (1..=24).
     pub max_warps: u32,
     /// Rows an item: 1 or 2, or 0 to choose by size (two where `max_warps.min(6)` warps
     /// still fit, else one).
@@ -256,7 +256,7 @@ impl TmaGemv {
             item_rows,
         };
         ((2..=4).contains(&stages)
-            && (1..=16).contains(&max_warps)
+            && (1..=24).contains(&max_warps)
             && item_rows <= 2
             && it.next().is_none())
         .then_some(t)

@@ -41,8 +41,9 @@ pub(crate) const KA_STAGE4_BYTES: u32 = 2 * 32 * 16 + 2 * 4 * 16;
 /// 2 rows × 4 × 16 scale bytes, 2 rows × 4 × 4 bytes holding d).
 pub(crate) const KA_STAGE6_BYTES: u32 = 2 * 32 * 32 + 2 * 4 * 16 + 2 * 4 * 4;
 
-/// Bytes of `gemv_k_multi_tma*`'s mbarrier area (`KT_BAR_BYTES`: 16 warps × 4 stages × 8).
-pub(crate) const KT_BAR_BYTES: u32 = 512;
+/// Bytes of `gemv_k_multi_tma*`'s mbarrier area (`KT_BAR_BYTES`: 24 warps × 4 stages × 8,
+/// rounded up).
+pub(crate) const KT_BAR_BYTES: u32 = 1024;
 
 /// Every kernel, by op.
 pub(crate) struct Fns {

@@ -1214,7 +1214,8 @@ pub struct TmaLayout {
 /// warps as fit, up to `cfg.max_warps`. `None` where not even one warp fits.
 pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Option<TmaLayout> {
     let round = |x: usize| x.div_ceil(128) * 128;
-    let fixed = KT_BAR_BYTES as usize + round(cols + cols / 4);
+    // The activation row: 80 bytes for each 64 int8 values, then cols / 32 (d, d·sum) pairs.
+    let fixed = KT_BAR_BYTES as usize + round(cols / 64 * 80 + cols / 4);
     let avail = (optin as usize).checked_sub(fixed)?;
     let fit = |rows: usize| {
         let slot = round(rows * max_rb);
@@ -1286,7 +1287,7 @@ mod tests {
             (256, 144),
         ] {
             for stages in 2..=4 {
-                for max_warps in [1, 8, 16] {
+                for max_warps in [1, 8, 16, 24] {
                     for item_rows in 0..=2 {
                         let cfg = TmaGemv {
                             stages,
@@ -1298,7 +1299,7 @@ mod tests {
                         };
                         assert!(l.smem <= OPTIN && l.warps >= 1 && l.warps <= max_warps);
                         assert!(l.slot as usize >= l.rows as usize * rb && l.slot % 128 == 0);
-                        let fixed = 512 + (cols + cols / 4).div_ceil(128) * 128;
+                        let fixed = 1024 + (cols / 64 * 80 + cols / 4).div_ceil(128) * 128;
                         assert_eq!(
                             l.smem as usize,
                             fixed + (l.warps * stages * l.slot) as usize
@@ -1332,7 +1333,7 @@ mod tests {
             })
         );
         for bad in [
-            "", "0", "1:8", "5:8", "2:0", "2:17", "2:8:3", "2:8:1:1", "a:b",
+            "", "0", "1:8", "5:8", "2:0", "2:25", "2:8:3", "2:8:1:1", "a:b",
         ] {
             assert_eq!(TmaGemv::parse(bad), None, "{bad}");
         }

@@ -538,9 +538,14 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // silent fallback fails.
     if p.cu.gpu().compute_capability().0 >= 9 {
         let tma_default = p.cu.gemv_tma;
-        for (stages, max_warps, item_rows) in
-            [(2, 8, 0), (2, 8, 1), (3, 4, 2), (4, 16, 1), (2, 1, 2)]
-        {
+        for (stages, max_warps, item_rows) in [
+            (2, 8, 0),
+            (2, 8, 1),
+            (3, 4, 2),
+            (4, 16, 1),
+            (2, 1, 2),
+            (2, 24, 1),
+        ] {
             p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
                 stages,
                 max_warps,
