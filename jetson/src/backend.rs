@@ -215,6 +215,7 @@ pub fn gemv_prefetch_default() -> (u64, u32) {
 /// warp keeps a ring of `stages` shared-memory slots, each filled with one item (`item_rows`
 /// consecutive weight rows) by one bulk copy, and a block has at most `max_warps` warps (one
 /// block a multiprocessor; fewer warps where the slots would not fit its shared memory).
+/// Launches where fewer than `min_warps` fit take `gemv_k_multi` instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TmaGemv {
     /// Slots in each warp's ring (2..=4): one is worked on while the others are in flight.
@@ -224,17 +225,20 @@ pub struct TmaGemv {
     /// Rows an item: 1 or 2, or 0 to choose by size (two where `max_warps.min(6)` warps
     /// still fit, else one).
     pub item_rows: u32,
+    /// Fewest warps a block worth a bulk-copy launch (1..=max_warps).
+    pub min_warps: u32,
 }
 
 impl TmaGemv {
-    /// Two slots, eight warps, rows an item chosen by size.
+    /// Two slots, eight warps, rows an item chosen by size, any number of warps.
     pub const DEFAULT: TmaGemv = TmaGemv {
         stages: 2,
         max_warps: 8,
         item_rows: 0,
+        min_warps: 1,
     };
 
-    /// `$GLIMMER_GEMV_TMA`: `1` ([`Self::DEFAULT`]), `STAGES:WARPS` or `STAGES:WARPS:ROWS`;
+    /// `$GLIMMER_GEMV_TMA`: `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS]]`;
     /// anything else (or unset): `None`.
     pub fn from_env() -> Option<TmaGemv> {
         Self::parse(&std::env::var("GLIMMER_GEMV_TMA").ok()?)
@@ -250,14 +254,17 @@ impl TmaGemv {
         let stages = it.next()??;
         let max_warps = it.next()??;
         let item_rows = it.next().unwrap_or(Some(0))?;
+        let min_warps = it.next().unwrap_or(Some(1))?;
         let t = TmaGemv {
             stages,
             max_warps,
             item_rows,
+            min_warps,
         };
         ((2..=4).contains(&stages)
             && (1..=24).contains(&max_warps)
             && item_rows <= 2
+            && (1..=max_warps).contains(&min_warps)
             && it.next().is_none())
         .then_some(t)
     }

@@ -1211,7 +1211,8 @@ pub struct TmaLayout {
 /// How a bulk-copy multi-GEMV over `cols`-wide rows of at most `max_rb` bytes lays out its
 /// shared memory (at most `optin` bytes a block) under `cfg`: two rows an item where
 /// `cfg.max_warps.min(6)` warps still fit (or `cfg.item_rows` says so), else one; as many
-/// warps as fit, up to `cfg.max_warps`. `None` where not even one warp fits.
+/// warps as fit, up to `cfg.max_warps`. `None` where fewer than `cfg.min_warps` (at least one)
+/// fit.
 pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Option<TmaLayout> {
     let round = |x: usize| x.div_ceil(128) * 128;
     // The activation row: 80 bytes for each 64 int8 values, then cols / 32 (d, d·sum) pairs.
@@ -1228,7 +1229,7 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
         _ => 1,
     };
     let (slot, warps) = fit(rows);
-    if warps == 0 || max_rb == 0 {
+    if warps < cfg.min_warps.max(1) as usize || max_rb == 0 {
         return None;
     }
     Some(TmaLayout {
@@ -1293,6 +1294,7 @@ mod tests {
                             stages,
                             max_warps,
                             item_rows,
+                            min_warps: 1,
                         };
                         let Some(l) = tma_layout(cfg, cols, rb, OPTIN) else {
                             continue;
@@ -1308,6 +1310,26 @@ mod tests {
                 }
             }
         }
+        // FFN down gets six warps: under a floor of eight, no layout (gemv_k_multi runs it).
+        let floor = TmaGemv {
+            max_warps: 16,
+            min_warps: 8,
+            ..d
+        };
+        assert_eq!(tma_layout(floor, 19968, 16384, OPTIN), None);
+        assert_eq!(
+            tma_layout(floor, 6656, 3744, OPTIN).map(|l| l.warps),
+            Some(14)
+        );
+        assert_eq!(
+            TmaGemv::parse("2:16:1:8"),
+            Some(TmaGemv {
+                stages: 2,
+                max_warps: 16,
+                item_rows: 1,
+                min_warps: 8
+            })
+        );
         // Nothing fits: no layout.
         assert_eq!(tma_layout(d, 6656, 200_000, OPTIN), None);
         assert_eq!(tma_layout(d, 6656, 3744, 4096), None);
@@ -1321,7 +1343,8 @@ mod tests {
             Some(TmaGemv {
                 stages: 3,
                 max_warps: 16,
-                item_rows: 1
+                item_rows: 1,
+                min_warps: 1
             })
         );
         assert_eq!(
@@ -1329,11 +1352,22 @@ mod tests {
             Some(TmaGemv {
                 stages: 2,
                 max_warps: 8,
-                item_rows: 0
+                item_rows: 0,
+                min_warps: 1
             })
         );
         for bad in [
-            "", "0", "1:8", "5:8", "2:0", "2:25", "2:8:3", "2:8:1:1", "a:b",
+            "",
+            "0",
+            "1:8",
+            "5:8",
+            "2:0",
+            "2:25",
+            "2:8:3",
+            "2:8:1:9",
+            "2:8:1:0",
+            "2:8:1:1:1",
+            "a:b",
         ] {
             assert_eq!(TmaGemv::parse(bad), None, "{bad}");
         }

@@ -550,6 +550,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 stages,
                 max_warps,
                 item_rows,
+                min_warps: 1,
             });
             for ws in [
                 &ts.iter().collect::<Vec<_>>()[..],
