@@ -77,6 +77,45 @@ __device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const 
     return q4k_math(q, __ldg((const u32*)b), __ldg(s16 + p), __ldg(s16 + p + 2), __ldg(s16 + (p & 1)), c, a);
 }
 
+// One Q4_K super-block pass of a lane: the two sub-blocks 2p, 2p+1 (p = lane & 3) of
+// super-block kb, all 64 of their values (32 quant bytes, two 16-byte loads), against
+// the activations x0..x3 (their 64 int8 values) and ds (d, d·sum of each): one header load
+// and one scale decode for 64 values, where q4k_math does one for 32.
+// h: the super-block's first 16 bytes (d, dmin, 12 scale bytes); qa, qb: quant bytes
+// 32p..32p+15 and 32p+16..32p+31.
+__device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, const uint4 qb, int p, const uint4& x0,
+                                               const uint4& x1, const uint4& x2, const uint4& x3, const float4& ds) {
+    // The scale and min bytes of sub-blocks 2p, 2p+1 (get_scale_min_k4, four at a time):
+    // sub-blocks 0..3 take the low six bits of scale bytes 0..3 (mins: 4..7); 4..7 take the
+    // low (mins: high) nibbles of bytes 8..11 with the top two bits of bytes 0..3 (4..7).
+    const u32 sc = p < 2 ? (h.y & 0x3F3F3F3Fu) : ((h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u));
+    const u32 mn = p < 2 ? (h.z & 0x3F3F3F3Fu) : (((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u));
+    const u32 sh = 16 * (p & 1);
+    const u32 M = 0x0F0F0F0Fu;
+    int s0 = 0, s1 = 0;
+    s0 = __dp4a((int)(qa.x & M), (int)x0.x, s0);
+    s0 = __dp4a((int)(qa.y & M), (int)x0.y, s0);
+    s0 = __dp4a((int)(qa.z & M), (int)x0.z, s0);
+    s0 = __dp4a((int)(qa.w & M), (int)x0.w, s0);
+    s0 = __dp4a((int)(qb.x & M), (int)x1.x, s0);
+    s0 = __dp4a((int)(qb.y & M), (int)x1.y, s0);
+    s0 = __dp4a((int)(qb.z & M), (int)x1.z, s0);
+    s0 = __dp4a((int)(qb.w & M), (int)x1.w, s0);
+    s1 = __dp4a((int)((qa.x >> 4) & M), (int)x2.x, s1);
+    s1 = __dp4a((int)((qa.y >> 4) & M), (int)x2.y, s1);
+    s1 = __dp4a((int)((qa.z >> 4) & M), (int)x2.z, s1);
+    s1 = __dp4a((int)((qa.w >> 4) & M), (int)x2.w, s1);
+    s1 = __dp4a((int)((qb.x >> 4) & M), (int)x3.x, s1);
+    s1 = __dp4a((int)((qb.y >> 4) & M), (int)x3.y, s1);
+    s1 = __dp4a((int)((qb.z >> 4) & M), (int)x3.z, s1);
+    s1 = __dp4a((int)((qb.w >> 4) & M), (int)x3.w, s1);
+    const float d = h2f((u16)(h.x & 0xFFFFu));
+    const float dmin = h2f((u16)(h.x >> 16));
+    const float sc0 = (float)((sc >> sh) & 0xFFu), sc1 = (float)((sc >> (sh + 8)) & 0xFFu);
+    const float m0 = (float)((mn >> sh) & 0xFFu), m1 = (float)((mn >> (sh + 8)) & 0xFFu);
+    return d * (sc0 * ds.x * (float)s0 + sc1 * ds.z * (float)s1) - dmin * (m0 * ds.y + m1 * ds.w);
+}
+
 // Q6_K chunk c (0..8) of super-block kb: half h = c>>2, l0 = 16(c&3); ql bytes 64h + l0.. give
 // elements 128h + l0.. (low nibbles) and 128h + 64 + l0.. (high), with top bits from qh bytes
 // 32h + (l0 & 31).., at shifts 2(c&3>>1) and 4 + 2(c&3>>1).
@@ -242,6 +281,11 @@ extern "C" __global__ void gemv_q6_k_s1(const u8* w, u64 rb, int n_out, int cols
 #ifndef PROBE_UNROLL
 #define PROBE_UNROLL 2
 #endif
+// K_Q4PAIR=1 (a measuring knob): Q4_K rows four lanes a super-block (q4k_pair_math) instead of
+// eight.
+#ifndef K_Q4PAIR
+#define K_Q4PAIR 0
+#endif
 #define GLIMMER_STR(x) #x
 #define GLIMMER_UNROLL(n) _Pragma(GLIMMER_STR(unroll n))
 // PROBE (a measuring kernel, gemv_k_multi_probe): the same weight-quant loads in the same
@@ -279,6 +323,23 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
         }
 #pragma unroll
         for (int r = 0; r < RW; ++r) acc[r] = (float)(x[r] & 0xFFFFu);
+    } else if (T == T_Q4_K && K_Q4PAIR) {
+        // Four lanes a super-block (q4k_pair_math), eight super-blocks a pass: each lane
+        // loads 48 weight bytes a row a pass (header and 32 quant bytes) and decodes the scales
+        // once for 64 values.
+        const int p = lane & 3;
+        GLIMMER_UNROLL(K_UNROLL)
+        for (int kb = lane >> 2; kb < nb; kb += 8) {
+            const uint4* ap = (const uint4*)(a + 256 * kb + 64 * p);
+            const uint4 x0 = __ldg(ap), x1 = __ldg(ap + 1), x2 = __ldg(ap + 2), x3 = __ldg(ap + 3);
+            const float4 ds = __ldg((const float4*)(ad + 8 * kb + 2 * p));
+#pragma unroll
+            for (int r = 0; r < RW; ++r) {
+                const u8* b = wr[r] + 144 * (size_t)kb;
+                acc[r] += q4k_pair_math(ld_weights16(b), ld_weights16(b + 16 + 32 * p), ld_weights16(b + 32 + 32 * p), p,
+                                        x0, x1, x2, x3, ds);
+            }
+        }
     } else {
         GLIMMER_UNROLL(K_UNROLL)
         for (int kb = lane >> 3; kb < nb; kb += 4) {
@@ -691,44 +752,11 @@ __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
 __device__ __forceinline__ u32 kt_pa(u32 e) { return 80u * (e >> 6) + (e & 63u); }
 __device__ __forceinline__ u32 kt_act_bytes(int cols) { return 80u * ((u32)cols >> 6); }
 
-// One Q4_K super-block pass of a lane: the two sub-blocks 2p, 2p+1 (p = lane & 3) of
-// super-block kb, all 64 of their values (32 quant bytes, two 16-byte loads), against
-// the activations x0..x3 (their 64 int8 values) and ds (d, d·sum of each): one header load
-// and one scale decode for 64 values, where q4k_math does one for 32.
+// q4k_pair_math on the super-block at `b` in shared memory.
 __device__ __forceinline__ float q4k_pair_s(const u8* b, int p, const uint4& x0, const uint4& x1, const uint4& x2,
                                             const uint4& x3, const float4& ds) {
-    const uint4 h = *(const uint4*)b;
-    const uint4 qa = *(const uint4*)(b + 16 + 32 * p);
-    const uint4 qb = *(const uint4*)(b + 32 + 32 * p);
-    // The scale and min bytes of sub-blocks 2p, 2p+1 (get_scale_min_k4, four at a time):
-    // sub-blocks 0..3 take the low six bits of scale bytes 0..3 (mins: 4..7); 4..7 take the
-    // low (mins: high) nibbles of bytes 8..11 with the top two bits of bytes 0..3 (4..7).
-    const u32 sc = p < 2 ? (h.y & 0x3F3F3F3Fu) : ((h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u));
-    const u32 mn = p < 2 ? (h.z & 0x3F3F3F3Fu) : (((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u));
-    const u32 sh = 16 * (p & 1);
-    const u32 M = 0x0F0F0F0Fu;
-    int s0 = 0, s1 = 0;
-    s0 = __dp4a((int)(qa.x & M), (int)x0.x, s0);
-    s0 = __dp4a((int)(qa.y & M), (int)x0.y, s0);
-    s0 = __dp4a((int)(qa.z & M), (int)x0.z, s0);
-    s0 = __dp4a((int)(qa.w & M), (int)x0.w, s0);
-    s0 = __dp4a((int)(qb.x & M), (int)x1.x, s0);
-    s0 = __dp4a((int)(qb.y & M), (int)x1.y, s0);
-    s0 = __dp4a((int)(qb.z & M), (int)x1.z, s0);
-    s0 = __dp4a((int)(qb.w & M), (int)x1.w, s0);
-    s1 = __dp4a((int)((qa.x >> 4) & M), (int)x2.x, s1);
-    s1 = __dp4a((int)((qa.y >> 4) & M), (int)x2.y, s1);
-    s1 = __dp4a((int)((qa.z >> 4) & M), (int)x2.z, s1);
-    s1 = __dp4a((int)((qa.w >> 4) & M), (int)x2.w, s1);
-    s1 = __dp4a((int)((qb.x >> 4) & M), (int)x3.x, s1);
-    s1 = __dp4a((int)((qb.y >> 4) & M), (int)x3.y, s1);
-    s1 = __dp4a((int)((qb.z >> 4) & M), (int)x3.z, s1);
-    s1 = __dp4a((int)((qb.w >> 4) & M), (int)x3.w, s1);
-    const float d = h2f((u16)(h.x & 0xFFFFu));
-    const float dmin = h2f((u16)(h.x >> 16));
-    const float sc0 = (float)((sc >> sh) & 0xFFu), sc1 = (float)((sc >> (sh + 8)) & 0xFFu);
-    const float m0 = (float)((mn >> sh) & 0xFFu), m1 = (float)((mn >> (sh + 8)) & 0xFFu);
-    return d * (sc0 * ds.x * (float)s0 + sc1 * ds.z * (float)s1) - dmin * (m0 * ds.y + m1 * ds.w);
+    return q4k_pair_math(*(const uint4*)b, *(const uint4*)(b + 16 + 32 * p), *(const uint4*)(b + 32 + 32 * p), p, x0,
+                         x1, x2, x3, ds);
 }
 
 // A Q6_K chunk of a repacked row (shared memory; planes as q6k_dot reads them) against its
