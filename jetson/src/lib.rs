@@ -42,9 +42,14 @@
 //! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_FUSE_NORM` (1: the
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
 //! norm launch; [`NormFusion`]), `GLIMMER_GEMV_ASYNC` (weights through a `cp.async` ring),
+//! `GLIMMER_GEMV_TMA` (sm_90: one-row multi-GEMVs stream whole weight rows into shared memory
+//! with the bulk-copy unit, `gemv_k_multi_tma*`; [`TmaGemv`] says how),
 //! `GLIMMER_GEMV_PREFETCH` (deep L2 prefetch), `GLIMMER_GEMV_PROBE` (the GEMVs' loads without
-//! their arithmetic: garbage output, for timing only) and `GLIMMER_ATTN_SPLITS` (the decode
-//! attention's most splits).
+//! their arithmetic: garbage output, for timing only; with `GLIMMER_GEMV_TMA`, the bulk
+//! copies alone) and `GLIMMER_ATTN_SPLITS` (the decode attention's most splits). Kernel macros
+//! for `GLIMMER_CUDA_DEFINES`: `K_UNROLL`, `PROBE_UNROLL`, `K_INTERLEAVE` (0: warps of a block on
+//! consecutive row pairs), `K_Q4PAIR` (1: four lanes a Q4_K super-block in `gemv_k_multi`),
+//! `TICKET_FENCE_ALL`, `NORM_PRELOAD`.
 //!
 //! Everything returns [`CudaError`]; without a driver, [`Gpu::open`] returns
 //! [`CudaError::NoDriver`]. On macOS (no CUDA) the crate holds only the error type.
