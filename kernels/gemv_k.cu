@@ -706,11 +706,12 @@ extern "C" __global__ void __launch_bounds__(128, 4) gemv_k_multi_async6(K_MULTI
 // items). Warp w of block b takes items w·gridDim.x + b, then every gridDim.x·warps-th after
 // it, so the items left over after the even share land one a multiprocessor rather than all
 // on the first blocks. Dynamic shared memory (host: `tma_layout` in jetson/src/ops.rs):
-// 1024 bytes of mbarriers (24 warps × 4 stages at most), the activation row (kt_pa's layout:
+// 2048 bytes of mbarriers (24 rings × 4 stages at most: 768 bytes) and, from byte 768, the
+// teams' partial sums, the activation row (kt_pa's layout:
 // 80 bytes for each 64 int8 values, then cols / 32 (d, d·sum) pairs), then warps × stages slots of `slot` bytes (a multiple of 128
 // holding R rows). Needs sm_90 (the host launches it only there): on older GPUs the body
 // compiles to nothing.
-#define KT_BAR_BYTES 1024
+#define KT_BAR_BYTES 2048
 
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
@@ -778,16 +779,17 @@ __device__ __forceinline__ float q6k_dot_s(const u8* row, int kb, int nb, int c,
 // left in v (every lane). Q4_K: four lanes a super-block (q4k_pair_s), eight super-blocks a
 // pass; Q6_K: eight lanes a super-block (q6k_math's chunks), four a pass. PROBE: the quant
 // loads only, folded into a meaningless result (a measuring kernel, as gemv_k_multi_probe).
+// A team of `tn` warps shares each item: warp `tw` of the team takes passes tw, tw + tn, ...
 template <int T, int R, bool PROBE>
 __device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, const u8* sa, const float2* sd,
-                                        float (&v)[R]) {
+                                        float (&v)[R], int tw = 0, int tn = 1) {
     const int lane = threadIdx.x & 31;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     if (T == T_Q4_K) {
         const int p = lane & 3;
-        for (int kb = lane >> 2; kb < nb; kb += 8) {
+        for (int kb = 8 * tw + (lane >> 2); kb < nb; kb += 8 * tn) {
             if (PROBE) {
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
@@ -808,7 +810,7 @@ __device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, 
         }
     } else {
         const int c = lane & 7;
-        for (int kb = lane >> 3; kb < nb; kb += 4) {
+        for (int kb = 4 * tw + (lane >> 3); kb < nb; kb += 4 * tn) {
             if (PROBE) {
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
@@ -834,25 +836,33 @@ __device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, 
     for (int r = 0; r < R; ++r) v[r] = warp_sum(acc[r]);
 }
 
-template <int R, bool PROBE>
+// TEAM > 1: the warps work in teams of TEAM, each team with one ring: every warp of a team
+// waits on the same item and takes a share of its super-block passes; their partial sums meet
+// in shared memory at a named barrier of the team (which also tells the team's first warp that
+// the slot may be refilled). More warps a ring, for rows too wide for many rings to fit.
+template <int R, bool PROBE, int TEAM = 1>
 __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot) {
 #if __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) u8 kt_smem[];
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int wpb = blockDim.x >> 5;
-    const int first = warp * gridDim.x + blockIdx.x;
-    const int stride = gridDim.x * wpb;
+    const int team = warp / TEAM, tw = warp % TEAM;
+    const int teams = (blockDim.x >> 5) / TEAM;
+    const int first = team * gridDim.x + blockIdx.x;
+    const int stride = gridDim.x * teams;
     const int items = pairs;  // in items of R rows here
     const int nb = cols >> 8;
-    u64* bars = (u64*)kt_smem + warp * stages;
+    u64* bars = (u64*)kt_smem + team * stages;
+    // The teams' partial sums (TEAM > 1), double-buffered by item: after the mbarriers.
+    float* red = (float*)(kt_smem + 8 * 4 * 24) + team * (2 * TEAM * R);
     u8* sa = kt_smem + KT_BAR_BYTES;
     float2* sd = (float2*)(sa + kt_act_bytes(cols));
     u8* ring = kt_smem + KT_BAR_BYTES + ((kt_act_bytes(cols) + ((u32)cols >> 2) + 127u) & ~127u) +
-               (u32)(warp * stages) * slot;
+               (u32)(team * stages) * slot;
     const int mine = first < items ? (items - first + stride - 1) / stride : 0;
-    // Item j of this warp: its segment, first row and rows.
+    const bool leader = tw == 0 && lane == 0;
+    // Item j of this team: its segment, first row and rows.
     auto locate = [&](int j, KSeg& s, int& row0, int& nr) {
         int g = first + j * stride;
         s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
@@ -868,7 +878,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
         mbar_expect(bar, bytes);
         bulk_g2s(ring + (u32)(j % stages) * slot, s.w + (size_t)row0 * s.rb, bytes, bar);
     };
-    if (lane == 0) {
+    if (leader) {
         for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
         mbar_init_fence();
         for (int j = 0; j < stages && j < mine; ++j) issue(j);
@@ -882,6 +892,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
         for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x) *(uint4*)(sa + kt_pa(16u * i)) = __ldg(ga + i);
         for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = __ldg(gd + i);
     }
+    // Also orders the barriers' initialization before any other warp of a team waits on them.
     __syncthreads();
     for (int j = 0; j < mine; ++j) {
         KSeg s;
@@ -890,17 +901,35 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
         mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
         const u8* rows = ring + (u32)(j % stages) * slot;
         float v[R];
-        if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v);
-        else kt_item<T_Q6_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v);
+        if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
+        else kt_item<T_Q6_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
+        if (TEAM > 1) {
+            float* rj = red + (j & 1) * (TEAM * R);
+            if (lane == 0) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) rj[tw * R + r] = v[r];
+            }
+            // The whole team is done with the slot and has left its sums (named barrier
+            // 1 + team; 0 is __syncthreads').
+            asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(32 * TEAM) : "memory");
+            if (tw == 0) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) {
+                    float t = 0.0f;
+                    for (int k = 0; k < TEAM; ++k) t += rj[k * R + r];
+                    v[r] = t;
+                }
+            }
+        }
         float* o = s.out + ar * s.n;
-        if (lane == 0) {
+        if (leader) {
 #pragma unroll
             for (int r = 0; r < R; ++r)
                 if (r < nr) o[row0 + r] = v[r];
         }
         // Every lane is done with the slot before it is refilled.
         __syncwarp();
-        if (lane == 0 && j + stages < mine) issue(j + stages);
+        if (leader && j + stages < mine) issue(j + stages);
     }
 #endif
 }
@@ -908,12 +937,15 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
 // R = 2 rows an item (rows up to ~56 KiB a pair fit two slots a warp) and R = 1 (wider
 // rows: the FFN down projection), each with its probe. At most 24 warps a block, one block a
 // multiprocessor (the ring takes most of its shared memory).
-#define K_TMA_KERNEL(name, R, PROBE)                                                                                \
-    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, int stages, u32 slot) {              \
-        gemv_k_multi_tma_body<R, PROBE>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, \
-                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot);               \
+#define K_TMA_KERNEL(name, R, PROBE, TEAM)                                                                     \
+    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, int stages, u32 slot) {         \
+        gemv_k_multi_tma_body<R, PROBE, TEAM>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, \
+                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot); \
     }
-K_TMA_KERNEL(gemv_k_multi_tma2, 2, false)
-K_TMA_KERNEL(gemv_k_multi_tma1, 1, false)
-K_TMA_KERNEL(gemv_k_multi_tma2_probe, 2, true)
-K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true)
+K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1)
+K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1)
+K_TMA_KERNEL(gemv_k_multi_tma2_probe, 2, true, 1)
+K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true, 1)
+// Teams of two and four warps a ring, one row an item.
+K_TMA_KERNEL(gemv_k_multi_tma1_t2, 1, false, 2)
+K_TMA_KERNEL(gemv_k_multi_tma1_t4, 1, false, 4)

@@ -227,6 +227,9 @@ pub struct TmaGemv {
     pub item_rows: u32,
     /// Fewest warps a block worth a bulk-copy launch (1..=max_warps).
     pub min_warps: u32,
+    /// Warps sharing each ring (1, 2 or 4; above one, items are one row and the team's warps
+    /// split its super-blocks).
+    pub team: u32,
 }
 
 impl TmaGemv {
@@ -236,9 +239,11 @@ impl TmaGemv {
         max_warps: 8,
         item_rows: 0,
         min_warps: 1,
+        team: 1,
     };
 
-    /// `$GLIMMER_GEMV_TMA`: `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS]]`;
+    /// `$GLIMMER_GEMV_TMA`: `1` ([`Self::DEFAULT`]) or
+    /// `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM]]]`;
     /// anything else (or unset): `None`.
     pub fn from_env() -> Option<TmaGemv> {
         Self::parse(&std::env::var("GLIMMER_GEMV_TMA").ok()?)
@@ -255,16 +260,20 @@ impl TmaGemv {
         let max_warps = it.next()??;
         let item_rows = it.next().unwrap_or(Some(0))?;
         let min_warps = it.next().unwrap_or(Some(1))?;
+        let team = it.next().unwrap_or(Some(1))?;
         let t = TmaGemv {
             stages,
             max_warps,
             item_rows,
             min_warps,
+            team,
         };
         ((2..=4).contains(&stages)
             && (1..=24).contains(&max_warps)
             && item_rows <= 2
             && (1..=max_warps).contains(&min_warps)
+            && matches!(team, 1 | 2 | 4)
+            && team <= max_warps
             && it.next().is_none())
         .then_some(t)
     }

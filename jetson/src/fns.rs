@@ -41,9 +41,9 @@ pub(crate) const KA_STAGE4_BYTES: u32 = 2 * 32 * 16 + 2 * 4 * 16;
 /// 2 rows × 4 × 16 scale bytes, 2 rows × 4 × 4 bytes holding d).
 pub(crate) const KA_STAGE6_BYTES: u32 = 2 * 32 * 32 + 2 * 4 * 16 + 2 * 4 * 4;
 
-/// Bytes of `gemv_k_multi_tma*`'s mbarrier area (`KT_BAR_BYTES`: 24 warps × 4 stages × 8,
-/// rounded up).
-pub(crate) const KT_BAR_BYTES: u32 = 1024;
+/// Bytes of `gemv_k_multi_tma*`'s mbarrier and team-sum area (`KT_BAR_BYTES`: 24 rings × 4
+/// stages × 8 bytes, then the teams' partial sums, rounded up).
+pub(crate) const KT_BAR_BYTES: u32 = 2048;
 
 /// Every kernel, by op.
 pub(crate) struct Fns {
@@ -75,8 +75,9 @@ pub(crate) struct Fns {
     /// its dynamic shared memory a block and its threads a block.
     pub gemv_multi_async: [(CudaFunction, u32, u32, u32); 2],
     /// `gemv_k_multi_tma2`, `gemv_k_multi_tma1` (two and one rows an item: weights streamed
-    /// by bulk copies) and their probes (`_probe`: the same copies, no arithmetic).
-    pub gemv_multi_tma: [CudaFunction; 4],
+    /// by bulk copies), their probes (`_probe`: the same copies, no arithmetic), and
+    /// `gemv_k_multi_tma1_t2` / `_t4` (one row an item, teams of two / four warps a ring).
+    pub gemv_multi_tma: [CudaFunction; 6],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -149,6 +150,8 @@ impl Fns {
                 f("gemv_k_multi_tma1")?,
                 f("gemv_k_multi_tma2_probe")?,
                 f("gemv_k_multi_tma1_probe")?,
+                f("gemv_k_multi_tma1_t2")?,
+                f("gemv_k_multi_tma1_t4")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

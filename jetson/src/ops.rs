@@ -269,7 +269,11 @@ impl CudaBackend {
                     }
                 }
                 args[3] = Arg::int(items)?;
-                let k = usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe);
+                let k = match (cfg.team, self.gemv_probe) {
+                    (2, false) => 4,
+                    (4, false) => 5,
+                    (_, probe) => usize::from(l.rows == 1) + 2 * usize::from(probe),
+                };
                 let blocks = items
                     .div_ceil(l.warps as usize)
                     .min(gpu.sm_count() as usize) as u32;
@@ -1202,14 +1206,16 @@ pub struct TmaLayout {
     pub rows: u32,
     /// Bytes of a ring slot (a multiple of 128 holding `rows` rows).
     pub slot: u32,
-    /// Warps a block.
+    /// Warps a block (a whole number of teams).
     pub warps: u32,
-    /// Dynamic shared memory a block: the mbarriers, the activation row, the rings.
+    /// Dynamic shared memory a block: the mbarriers, the activation row, the rings (one a
+    /// team).
     pub smem: u32,
 }
 
 /// How a bulk-copy multi-GEMV over `cols`-wide rows of at most `max_rb` bytes lays out its
-/// shared memory (at most `optin` bytes a block) under `cfg`: two rows an item where
+/// shared memory (at most `optin` bytes a block) under `cfg`: one row an item for teams of
+/// warps; otherwise two rows an item where
 /// `cfg.max_warps.min(6)` warps still fit (or `cfg.item_rows` says so), else one; as many
 /// warps as fit, up to `cfg.max_warps`. `None` where fewer than `cfg.min_warps` (at least one)
 /// fit.
@@ -1218,12 +1224,15 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
     // The activation row: 80 bytes for each 64 int8 values, then cols / 32 (d, d·sum) pairs.
     let fixed = KT_BAR_BYTES as usize + round(cols / 64 * 80 + cols / 4);
     let avail = (optin as usize).checked_sub(fixed)?;
+    let team = cfg.team.max(1) as usize;
+    // Rings of `rows`-row slots that fit, each for `team` warps: (slot bytes, warps).
     let fit = |rows: usize| {
         let slot = round(rows * max_rb);
-        let warps = (avail / (slot * cfg.stages as usize)).min(cfg.max_warps as usize);
-        (slot, warps)
+        let rings = (avail / (slot * cfg.stages as usize)).min(cfg.max_warps as usize / team);
+        (slot, rings * team)
     };
     let rows = match cfg.item_rows {
+        _ if team > 1 => 1,
         1 | 2 => cfg.item_rows as usize,
         _ if fit(2).1 >= cfg.max_warps.min(6) as usize => 2,
         _ => 1,
@@ -1236,7 +1245,7 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
         rows: rows as u32,
         slot: u32::try_from(slot).ok()?,
         warps: warps as u32,
-        smem: u32::try_from(fixed + warps * cfg.stages as usize * slot).ok()?,
+        smem: u32::try_from(fixed + warps / team * cfg.stages as usize * slot).ok()?,
     })
 }
 
@@ -1295,17 +1304,28 @@ mod tests {
                             max_warps,
                             item_rows,
                             min_warps: 1,
+                            team: 1,
                         };
                         let Some(l) = tma_layout(cfg, cols, rb, OPTIN) else {
                             continue;
                         };
                         assert!(l.smem <= OPTIN && l.warps >= 1 && l.warps <= max_warps);
                         assert!(l.slot as usize >= l.rows as usize * rb && l.slot % 128 == 0);
-                        let fixed = 1024 + (cols / 64 * 80 + cols / 4).div_ceil(128) * 128;
+                        let fixed = 2048 + (cols / 64 * 80 + cols / 4).div_ceil(128) * 128;
                         assert_eq!(
                             l.smem as usize,
                             fixed + (l.warps * stages * l.slot) as usize
                         );
+                        for team in [2, 4] {
+                            let cfg = TmaGemv { team, ..cfg };
+                            let Some(t) = tma_layout(cfg, cols, rb, OPTIN) else {
+                                continue;
+                            };
+                            assert!(t.rows == 1 && t.warps % team == 0 && t.warps <= max_warps);
+                            let rings = t.warps / team;
+                            assert_eq!(t.smem as usize, fixed + (rings * stages * t.slot) as usize);
+                            assert!(t.smem <= OPTIN);
+                        }
                     }
                 }
             }
@@ -1327,9 +1347,19 @@ mod tests {
                 stages: 2,
                 max_warps: 16,
                 item_rows: 1,
-                min_warps: 8
+                min_warps: 8,
+                team: 1
             })
         );
+        // FFN down in teams of four: six rings, 24 warps.
+        let teams = TmaGemv {
+            max_warps: 24,
+            team: 4,
+            ..d
+        };
+        let l = tma_layout(teams, 19968, 16384, OPTIN).unwrap();
+        assert_eq!((l.rows, l.slot, l.warps), (1, 16384, 24));
+        assert_eq!(TmaGemv::parse("2:24:1:1:4"), Some(teams_parsed()));
         // Nothing fits: no layout.
         assert_eq!(tma_layout(d, 6656, 200_000, OPTIN), None);
         assert_eq!(tma_layout(d, 6656, 3744, 4096), None);
@@ -1344,7 +1374,8 @@ mod tests {
                 stages: 3,
                 max_warps: 16,
                 item_rows: 1,
-                min_warps: 1
+                min_warps: 1,
+                team: 1
             })
         );
         assert_eq!(
@@ -1353,7 +1384,8 @@ mod tests {
                 stages: 2,
                 max_warps: 8,
                 item_rows: 0,
-                min_warps: 1
+                min_warps: 1,
+                team: 1
             })
         );
         for bad in [
@@ -1366,10 +1398,22 @@ mod tests {
             "2:8:3",
             "2:8:1:9",
             "2:8:1:0",
-            "2:8:1:1:1",
+            "2:8:1:1:3",
+            "2:1:1:1:2",
+            "2:8:1:1:1:1",
             "a:b",
         ] {
             assert_eq!(TmaGemv::parse(bad), None, "{bad}");
+        }
+    }
+
+    fn teams_parsed() -> TmaGemv {
+        TmaGemv {
+            stages: 2,
+            max_warps: 24,
+            item_rows: 1,
+            min_warps: 1,
+            team: 4,
         }
     }
 }

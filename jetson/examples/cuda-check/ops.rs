@@ -538,19 +538,22 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // silent fallback fails.
     if p.cu.gpu().compute_capability().0 >= 9 {
         let tma_default = p.cu.gemv_tma;
-        for (stages, max_warps, item_rows) in [
-            (2, 8, 0),
-            (2, 8, 1),
-            (3, 4, 2),
-            (4, 16, 1),
-            (2, 1, 2),
-            (2, 24, 1),
+        for (stages, max_warps, item_rows, team) in [
+            (2, 8, 0, 1),
+            (2, 8, 1, 1),
+            (3, 4, 2, 1),
+            (4, 16, 1, 1),
+            (2, 1, 2, 1),
+            (2, 24, 1, 1),
+            (2, 16, 1, 2),
+            (3, 24, 1, 4),
         ] {
             p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
                 stages,
                 max_warps,
                 item_rows,
                 min_warps: 1,
+                team,
             });
             for ws in [
                 &ts.iter().collect::<Vec<_>>()[..],
@@ -558,7 +561,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 &q6[..],
             ] {
                 let label = format!(
-                    "matmul_many{}_tma{stages}x{max_warps}r{item_rows}",
+                    "matmul_many{}_tma{stages}x{max_warps}r{item_rows}t{team}",
                     ws.len()
                 );
                 let before = p.cu.gemv_tma_launches;
