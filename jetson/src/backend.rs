@@ -167,20 +167,11 @@ pub struct CudaBackend {
     /// split −0.19 ms a token: the wide norm launch costs what the one-block launch did, and
     /// the GEMV that leaves the sums is slower). Public so checks and benchmarks can choose.
     pub fuse_norm: NormFusion,
-    /// Whether multi-GEMV launches whose matrices are all Q4_K or all Q6_K take
-    /// `gemv_k_multi_async` / `gemv_k_multi_async6` (weights streamed through shared memory
-    /// with cp.async) instead of `gemv_k_multi`.
-    /// Default off: written in session 13 after the last device call, so not yet run on a
-    /// GPU; `$GLIMMER_GEMV_ASYNC=1` turns it on (a measuring knob). Public so checks and
-    /// benchmarks can choose.
-    pub gemv_async: bool,
     /// Whether the multi-GEMV launches that `gemv_k_multi` would run take
     /// `gemv_k_multi_probe` instead: the same weight loads without the arithmetic, so the
     /// outputs are garbage. A measuring knob (`$GLIMMER_GEMV_PROBE=1`, for `cuda-check bench`
     /// only): the step's GEMV time with it says how much is the memory access itself.
     pub gemv_probe: bool,
-    /// How many `gemv_k_multi_async*` launches this backend has made (checks read it).
-    pub gemv_async_launches: u64,
     /// Whether one-row multi-GEMV launches stream their weights with the multiprocessors'
     /// bulk-copy units (`gemv_k_multi_tma*`, compute capability 9.0 and later), and how
     /// ([`TmaGemv`]). `$GLIMMER_GEMV_TMA` = `1` or `STAGES:WARPS[:ROWS]` chooses; public so
@@ -373,9 +364,7 @@ impl CudaBackend {
             gemv_multi_single: true,
             gemv_prefetch: gemv_prefetch_default(),
             fuse_norm: NormFusion::from_env(),
-            gemv_async: env_on("GLIMMER_GEMV_ASYNC"),
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
-            gemv_async_launches: 0,
             gemv_tma: TmaGemv::from_env(),
             gemv_tma_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,

@@ -31,16 +31,6 @@ const GEMV_NAMES: [&str; 7] = [
 /// Threads a block of `gemv_k_multi` has (eight warps, two output rows each).
 pub(crate) const MULTI_THREADS: u32 = 256;
 
-/// Stages of each warp's shared-memory ring in `gemv_k_multi_async*` (`KA_STAGES`,
-/// kernels/gemv_k.cu).
-pub(crate) const KA_STAGES: u32 = 4;
-/// Bytes of one Q4_K stage (`sizeof(KaStage4)`: 2 rows × 32 lanes × 16 quant bytes, 2 rows ×
-/// 4 headers × 16 bytes).
-pub(crate) const KA_STAGE4_BYTES: u32 = 2 * 32 * 16 + 2 * 4 * 16;
-/// Bytes of one Q6_K stage (`sizeof(KaStage6)`: 2 rows × 32 lanes × (16 + 16) quant bytes,
-/// 2 rows × 4 × 16 scale bytes, 2 rows × 4 × 4 bytes holding d).
-pub(crate) const KA_STAGE6_BYTES: u32 = 2 * 32 * 32 + 2 * 4 * 16 + 2 * 4 * 4;
-
 /// Bytes of `gemv_k_multi_tma*`'s mbarrier and team-sum area (`KT_BAR_BYTES`: 24 rings × 4
 /// stages × 8 bytes, then the teams' partial sums, rounded up).
 pub(crate) const KT_BAR_BYTES: u32 = 2048;
@@ -70,10 +60,6 @@ pub(crate) struct Fns {
     /// measuring kernel; its outputs are meaningless) and its resident blocks a
     /// multiprocessor.
     pub gemv_multi_probe: (CudaFunction, u32),
-    /// `gemv_k_multi_async` (Q4_K) and `gemv_k_multi_async6` (Q6_K): weights streamed
-    /// through shared memory with cp.async. Each with its resident blocks a multiprocessor,
-    /// its dynamic shared memory a block and its threads a block.
-    pub gemv_multi_async: [(CudaFunction, u32, u32, u32); 2],
     /// `gemv_k_multi_tma2`, `gemv_k_multi_tma1` (two and one rows an item: weights streamed
     /// by bulk copies), their probes (`_probe`: the same copies, no arithmetic), and
     /// `gemv_k_multi_tma1_t2` / `_t4` (one row an item, teams of two / four warps a ring).
@@ -119,13 +105,6 @@ impl Fns {
             let n = k.occupancy_max_active_blocks_per_multiprocessor(MULTI_THREADS, 0, None)?;
             Ok((k, n.max(1)))
         };
-        let async_kernel = |name: &str, threads: u32, stage: u32| {
-            let k = f(name)?;
-            let smem = threads / 32 * KA_STAGES * stage;
-            let n =
-                k.occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)?;
-            Ok::<_, CudaError>((k, n.max(1), smem, threads))
-        };
         let gemv_multi = [
             multi("gemv_k_multi")?,
             multi("gemv_k_multi_b3")?,
@@ -141,10 +120,6 @@ impl Fns {
             gemv_multi_sums: multi("gemv_k_multi_sums")?,
             norm_sums_q8: f("norm_sums_q8_f32")?,
             gemv_multi_probe: multi("gemv_k_multi_probe")?,
-            gemv_multi_async: [
-                async_kernel("gemv_k_multi_async", 256, KA_STAGE4_BYTES)?,
-                async_kernel("gemv_k_multi_async6", 128, KA_STAGE6_BYTES)?,
-            ],
             gemv_multi_tma: [
                 f("gemv_k_multi_tma2")?,
                 f("gemv_k_multi_tma1")?,

@@ -243,13 +243,6 @@ impl CudaBackend {
         // Blocks of `warps` warps enough for a warp a row pair, at most `resident`.
         let grid = |warps: usize, resident: usize| pairs.div_ceil(warps).min(resident);
         let wave = |per_sm: u32| (per_sm * gpu.sm_count()) as usize;
-        // The asynchronous-copy kernels take launches whose matrices are all of their type.
-        let same = |ty| d.iter().flatten().all(|t| t.ty == ty);
-        let async_kernel = match (same(GgmlType::Q4_K), same(GgmlType::Q6_K)) {
-            (true, _) => Some(0),
-            (_, true) => Some(1),
-            _ => None,
-        };
         if let (None, 1, Some(cfg), true) =
             (tail, rows, self.gemv_tma, gpu.compute_capability().0 >= 9)
         {
@@ -291,13 +284,6 @@ impl CudaBackend {
                 self.gemv_tma_launches += 1;
                 return Ok(Some(blocks));
             }
-        }
-        if let (None, true, Some(i)) = (tail, self.gemv_async, async_kernel) {
-            let (f, per_sm, smem, threads) = &fns.gemv_multi_async[i];
-            let blocks = grid((threads / 32) as usize, wave(*per_sm)) as u32;
-            gpu.launch_smem(raw(f), (blocks, rows as u32, 1), *threads, *smem, &args)?;
-            self.gemv_async_launches += 1;
-            return Ok(Some(blocks));
         }
         // The fused launches: one wave, at most the `norm_blocks` partial sums `norm_part`
         // holds.

@@ -268,8 +268,6 @@ pub fn run(
         "gemv_k_multi_norm",
         "gemv_k_multi_sums",
         "gemv_k_multi_probe",
-        "gemv_k_multi_async",
-        "gemv_k_multi_async6",
         "gemv_k_multi_tma2",
         "gemv_k_multi_tma1",
         "gemv_k_multi_tma2_probe",

@@ -503,33 +503,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     p.cu.gemv_multi = multi_default;
     p.cu.gemv_prefetch = prefetch_default;
 
-    // The asynchronous-copy multi-GEMVs (one type a launch, Q4_K or Q6_K; the last pass of a
-    // row is partial at this width, and the last Q6_K super-block's d has no odd neighbour):
-    // the Q4_K matrices alone and together and the Q6_K one, one to three rows. Their launches
-    // are counted, so a silent fallback to gemv_k_multi fails.
-    let async_default = p.cu.gemv_async;
-    p.cu.gemv_async = true;
     p.cu.gemv_multi_single = true;
-    let q4: Vec<&Tensor<'_>> = ts.iter().filter(|t| t.ty == GgmlType::Q4_K).collect();
     let q6: Vec<&Tensor<'_>> = ts.iter().filter(|t| t.ty == GgmlType::Q6_K).collect();
-    let sets = [
-        (&q4[..], 1usize),
-        (&q4[..], 3),
-        (&q4[..1], 1),
-        (&q4[2..], 2),
-        (&q6[..], 1),
-        (&q6[..], 3),
-    ];
-    for (ws, rows) in sets {
-        let label = format!("matmul_many{}_async", ws.len());
-        let before = p.cu.gemv_async_launches;
-        ok &= check_matmul_many(&mut p, &mut rng, ws, rows, &label)?;
-        if p.cu.gemv_async_launches != before + 1 {
-            println!("{label}_rows{rows}: the async kernel did not run  FAIL");
-            ok = false;
-        }
-    }
-    p.cu.gemv_async = async_default;
 
     // The bulk-copy multi-GEMVs (compute capability 9.0 and later; one row): the four mixed
     // matrices (odd row counts end a matrix inside an item; Q6_K between Q4_K switches type
