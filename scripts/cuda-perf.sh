@@ -10,7 +10,8 @@
 #      decode with and without the graph and programmatic dependent launch);
 #   3. NCU=1: Nsight Compute on one eager decode step of a two-layer model of the same widths
 #      (NCU_MODEL=mid: the small 4-layer `mid` model instead, quicker; NCU_ENV="VAR=V ...":
-#      knobs for the traced runs, e.g. GLIMMER_FUSE_NORM=1)
+#      knobs for the traced runs, e.g. GLIMMER_GEMV_TMA=1; NCU_TAG=name: suffix for the log
+#      names, so one call can trace several NCU_ENV settings without overwriting)
 #      (every kernel's time, grid and DRAM bytes; NCU_CACHE=all flushes the caches before
 #      each kernel, the default none keeps them warm as in a real step) and on its GEMVs
 #      (occupancy, registers, DRAM throughput, warp stalls), where the machine's runtime lets
@@ -76,7 +77,7 @@ if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
   # Every kernel of one eager decode step, in launch order: duration, grid, block, registers,
   # DRAM bytes read; then the time by kernel name. One trace per binary.
   for c in "$B"/cuda-check*; do
-    n=$(basename "$c")
+    n=$(basename "$c")${NCU_TAG:+-$NCU_TAG}
     TAIL=1 step "trace-$n" env ${NCU_ENV:-} ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off \
       --csv --page raw --print-units base \
       --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,dram__bytes_read.sum \
@@ -100,7 +101,7 @@ for name, (n, us) in sorted(by.items(), key=lambda kv: -kv[1][1]):
 PY
     echo "-- $n"; grep "^BY|\|^kernels" "$OUT/trace-$n.txt"
   done
-  [ "${NCU_GEMV:-1}" = 1 ] && TAIL=10 step ncu-gemv env ${NCU_ENV:-} ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off -k "regex:gemv" \
+  [ "${NCU_GEMV:-1}" = 1 ] && TAIL=10 step "ncu-gemv${NCU_TAG:+-$NCU_TAG}" env ${NCU_ENV:-} ncu --clock-control none --cache-control "${NCU_CACHE:-none}" --profile-from-start off -k "regex:gemv" \
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis "$first" trace --model "$M/$NM.gguf" --prefill 512
 fi
