@@ -340,26 +340,24 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     }
 }
 
-// The norms after gemv_k_multi_sums, from its `nparts` blocks' sums: y = ys * y * pw (written
-// back; pw null: y unchanged and ys = 1), x += y, out = rmsnorm(x) * w (w null: gain 1), also
-// quantized to q8_1 into q/ds. One warp for each 32 values (dim % 32 == 0), any block size of
-// whole warps; every warp adds the partial sums itself, in the same order.
-extern "C" __global__ void __launch_bounds__(256)
-    norm_sums_q8_f32(float* __restrict__ x, float* __restrict__ y, const float* __restrict__ pw, float peps,
-                     const float* __restrict__ w, float* __restrict__ out, int dim, float eps, i8* __restrict__ q,
-                     float2* __restrict__ ds, const NormSums* __restrict__ part, int nparts) {
+// Value i of the norms after gemv_k_multi_sums (the calling warp holds the 32 values of one
+// q8_1 block, lane l value i - lane + l), from the `nparts` blocks' sums (read through L2: they
+// may come from other multiprocessors in the same launch), with its gains wv, pv loaded.
+__device__ __forceinline__ void norm_sums_value(float* __restrict__ x, float* __restrict__ y,
+                                                const float* __restrict__ pw, float peps,
+                                                const float* __restrict__ w, float* __restrict__ out, int dim,
+                                                float eps, i8* __restrict__ q, float2* __restrict__ ds,
+                                                const NormSums* __restrict__ part, int nparts, int i, float wv,
+                                                float pv) {
     const int lane = threadIdx.x & 31;
-    const int i = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * 32 + lane;
-    if (i - lane >= dim) return;  // whole warps: dim % 32 == 0
-    // The gains are weights: loaded before the wait.
-    const float wv = w ? __ldg(w + i) : 1.0f;
-    const float pv = pw ? __ldg(pw + i) : 1.0f;
-    pdl_begin_small();
-    const float yv = y[i];
+    const float yv = __ldcg(y + i);
     const float xv = x[i];
     NormSums t = {0.0, 0.0, 0.0, 0.0};
 #pragma unroll 4
-    for (int j = lane; j < nparts; j += 32) t.add(part[j]);
+    for (int j = lane; j < nparts; j += 32) {
+        const double* pj = (const double*)(part + j);
+        t.add({__ldcg(pj), __ldcg(pj + 1), __ldcg(pj + 2), __ldcg(pj + 3)});
+    }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         t.yy += __shfl_xor_sync(FULL_MASK, t.yy, o);
@@ -381,4 +379,84 @@ extern "C" __global__ void __launch_bounds__(256)
     if (w) v = __fmul_rn(v, wv);
     out[i] = v;
     quantize_lane_q8(v, i, q, ds);
+}
+
+// The norms after gemv_k_multi_sums, from its `nparts` blocks' sums: y = ys * y * pw (written
+// back; pw null: y unchanged and ys = 1), x += y, out = rmsnorm(x) * w (w null: gain 1), also
+// quantized to q8_1 into q/ds. One warp for each 32 values (dim % 32 == 0), any block size of
+// whole warps; every warp adds the partial sums itself, in the same order.
+extern "C" __global__ void __launch_bounds__(256)
+    norm_sums_q8_f32(float* __restrict__ x, float* __restrict__ y, const float* __restrict__ pw, float peps,
+                     const float* __restrict__ w, float* __restrict__ out, int dim, float eps, i8* __restrict__ q,
+                     float2* __restrict__ ds, const NormSums* __restrict__ part, int nparts) {
+    const int lane = threadIdx.x & 31;
+    const int i = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * 32 + lane;
+    if (i - lane >= dim) return;  // whole warps: dim % 32 == 0
+    // The gains are weights: loaded before the wait.
+    const float wv = w ? __ldg(w + i) : 1.0f;
+    const float pv = pw ? __ldg(pw + i) : 1.0f;
+    pdl_begin_small();
+    norm_sums_value(x, y, pw, peps, w, out, dim, eps, q, ds, part, nparts, i, wv, pv);
+}
+
+// ---- The same fusion with a grid barrier instead of the second launch ----
+// gemv_k_multi_sums, then, in the same launch: every block waits at a grid-wide barrier until
+// all blocks have left their sums and rows (the grid is one resident wave, so all its blocks
+// run at once), and then its warps run norm_sums_value over the block's share of the 32-value
+// groups. The norm launch and its boundary (~6.7 us of the step, session 14) become one
+// barrier (~1-2 us expected) and a slice of ~one group a block. `bar`: two u32 (arrivals,
+// generation), zero before the first launch; the barrier leaves the arrivals at zero.
+// Status: written in session 15 after the last device call; not yet run on a GPU
+// ($GLIMMER_FUSE_NORM=3).
+
+// Waits until all `n` blocks of the grid have called it with the same `bar`; what any block
+// wrote before it is visible to every block after it (through L2). A barrier that does not
+// complete within ~1 s traps (a launch of more blocks than can be resident would otherwise hang).
+__device__ __forceinline__ void grid_barrier(u32* bar, u32 n) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile u32* gen = bar + 1;
+        const u32 g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == n - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            u32 spins = 0;
+            while (*gen == g) {
+                __nanosleep(64);
+                if (++spins > (1u << 24)) __trap();
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2)
+    gemv_k_multi_gridnorm(K_MULTI_PARAMS, float* __restrict__ x, const float* __restrict__ pw, float peps,
+                          const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ q,
+                          float2* __restrict__ ds, NormSums* __restrict__ part, u32* bar) {
+    __shared__ NormSums red[32];
+    SumsEp ep;
+    ep.x = x;
+    ep.pw = pw;
+    gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                      e2, w3, rb3, n3, t3, o3, pf, ep);
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) red[warp] = ep.s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        NormSums t = red[0];
+        for (int k = 1; k < warps; ++k) t.add(red[k]);
+        part[blockIdx.x] = t;
+    }
+    grid_barrier(bar, gridDim.x);
+    const int dim = n0, groups = dim >> 5;
+    for (int g = blockIdx.x + warp * (int)gridDim.x; g < groups; g += warps * (int)gridDim.x) {
+        const int i = 32 * g + lane;
+        norm_sums_value(x, o0, pw, peps, nw, nout, dim, eps, q, ds, part, (int)gridDim.x, i, nw ? __ldg(nw + i) : 1.0f,
+                        pw ? __ldg(pw + i) : 1.0f);
+    }
 }

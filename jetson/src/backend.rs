@@ -161,8 +161,9 @@ pub struct CudaBackend {
     /// How `matmul_add_rmsnorm` at one row runs its norms: after the matmul in a norm launch
     /// of one block ([`NormFusion::Off`], the default), in the last block of the matmul's own
     /// launch ([`NormFusion::Tail`]), or from sums the matmul's blocks leave, in a launch of
-    /// one warp for each 32 values ([`NormFusion::Split`]). `$GLIMMER_FUSE_NORM` = 1 (tail)
-    /// or 2 (split) chooses (a measuring knob). Both are correct and both measured slower
+    /// one warp for each 32 values ([`NormFusion::Split`]), or after a grid-wide barrier in
+    /// the matmul's own launch ([`NormFusion::Grid`], not yet run on a GPU).
+    /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split) or 3 (grid) chooses (a measuring knob). Both are correct and both measured slower
     /// on the H100's 30B-shape decode (BENCHMARKS.md sessions 13–14: tail 127 → 83 tok/s,
     /// split −0.19 ms a token: the wide norm launch costs what the one-block launch did, and
     /// the GEMV that leaves the sums is slower). Public so checks and benchmarks can choose.
@@ -185,9 +186,13 @@ pub struct CudaBackend {
     /// `gemv_k_multi_norm`'s ticket counter (`u32`, zero between launches: the last block
     /// resets it).
     pub(crate) norm_ctr: DevMem,
-    /// The most blocks a `gemv_k_multi_norm` or `gemv_k_multi_sums` launch may have (one
-    /// resident wave of the one of them that fits more) and the size of [`Self::norm_part`].
+    /// The most blocks a `gemv_k_multi_norm`, `gemv_k_multi_sums` or `gemv_k_multi_gridnorm`
+    /// launch may have (one resident wave of the one of them that fits most) and the size of
+    /// [`Self::norm_part`].
     pub(crate) norm_blocks: usize,
+    /// `gemv_k_multi_gridnorm`'s grid barrier (two `u32`: arrivals, generation; the barrier
+    /// leaves the arrivals at zero).
+    pub(crate) grid_bar: DevMem,
     /// How many fused `matmul_add_rmsnorm` launches (either kind) this backend has made
     /// (checks read it to see that the fused path ran).
     pub fused_norms: u64,
@@ -280,15 +285,19 @@ pub enum NormFusion {
     /// `gemv_k_multi_sums`, whose blocks each leave four partial sums, then
     /// `norm_sums_q8_f32`, one warp for each 32 values (kernels/norm.cu).
     Split,
+    /// `gemv_k_multi_gridnorm`: the sums as in [`Self::Split`], then a grid-wide barrier and
+    /// the norm's 32-value groups shared out over the same launch's blocks (no second launch).
+    Grid,
 }
 
 impl NormFusion {
-    /// `$GLIMMER_FUSE_NORM`: 1 is [`Self::Tail`], 2 [`Self::Split`], anything else (or
-    /// unset) [`Self::Off`].
+    /// `$GLIMMER_FUSE_NORM`: 1 is [`Self::Tail`], 2 [`Self::Split`], 3 [`Self::Grid`],
+    /// anything else (or unset) [`Self::Off`].
     pub fn from_env() -> Self {
         match std::env::var("GLIMMER_FUSE_NORM").as_deref().map(str::trim) {
             Ok("1") => Self::Tail,
             Ok("2") => Self::Split,
+            Ok("3") => Self::Grid,
             _ => Self::Off,
         }
     }
@@ -335,8 +344,12 @@ impl CudaBackend {
         let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
         let arena_bytes = cap.arena_len.checked_mul(4).ok_or(ovf)?;
         let fns = gpu.fns();
-        let norm_blocks =
-            (fns.gemv_multi_norm.1.max(fns.gemv_multi_sums.1) * gpu.sm_count()) as usize;
+        let norm_blocks = (fns
+            .gemv_multi_norm
+            .1
+            .max(fns.gemv_multi_sums.1)
+            .max(fns.gemv_multi_gridnorm.1)
+            * gpu.sm_count()) as usize;
         let mut slot = Mirror::new(&gpu, 1)?;
         slot.sync_dev(&gpu, &[0], false)?;
         Ok(CudaBackend {
@@ -370,6 +383,7 @@ impl CudaBackend {
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,
+            grid_bar: gpu.alloc(8)?,
             fused_norms: 0,
             cap,
             gpu,

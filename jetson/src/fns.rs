@@ -54,6 +54,9 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_sums` (a one-matrix `gemv_k_multi` whose blocks each leave the partial
     /// sums of the norms after it) and its resident blocks a multiprocessor.
     pub gemv_multi_sums: (CudaFunction, u32),
+    /// `gemv_k_multi_gridnorm` (`gemv_k_multi_sums`, a grid barrier, then the norms in the
+    /// same launch) and its resident blocks a multiprocessor.
+    pub gemv_multi_gridnorm: (CudaFunction, u32),
     /// The norms after `gemv_k_multi_sums`, one warp for each 32 values.
     pub norm_sums_q8: CudaFunction,
     /// `gemv_k_multi_probe`: `gemv_k_multi`'s weight loads without its arithmetic (a
@@ -118,6 +121,7 @@ impl Fns {
             gemv_multi,
             gemv_multi_norm: multi("gemv_k_multi_norm")?,
             gemv_multi_sums: multi("gemv_k_multi_sums")?,
+            gemv_multi_gridnorm: multi("gemv_k_multi_gridnorm")?,
             norm_sums_q8: f("norm_sums_q8_f32")?,
             gemv_multi_probe: multi("gemv_k_multi_probe")?,
             gemv_multi_tma: [

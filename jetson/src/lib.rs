@@ -38,10 +38,12 @@
 //!   short rows ([`auto_smem`]).
 //!
 //! Measuring knobs (environment variables read when a backend is made; off by default, and
-//! each measured in BENCHMARKS.md, so a change can be compared on a device without a rebuild):
+//! each measured in BENCHMARKS.md or marked there as not yet run on a GPU, so a change can be
+//! compared on a device without a rebuild):
 //! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_FUSE_NORM` (1: the
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
-//! norm launch; [`NormFusion`]),
+//! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch;
+//! [`NormFusion`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: one-row multi-GEMVs stream whole weight rows into shared memory
 //! with the bulk-copy unit, `gemv_k_multi_tma*`; [`TmaGemv`] says how),
 //! `GLIMMER_GEMV_PREFETCH` (deep L2 prefetch), `GLIMMER_GEMV_PROBE` (the GEMVs' loads without

@@ -39,6 +39,9 @@ enum NormTail<'a> {
     Tail(&'a [Arg; NORM_TAIL_ARGS]),
     /// `gemv_k_multi_sums`: its blocks leave the norms' partial sums.
     Sums(&'a [Arg; NORM_SUMS_ARGS]),
+    /// `gemv_k_multi_gridnorm`: the sums, a grid barrier, then the norms (the tail's
+    /// arguments, with the grid barrier in the ticket counter's place).
+    Grid(&'a [Arg; NORM_TAIL_ARGS]),
 }
 
 /// The widest row `gemv_k_multi_norm`'s last block normalizes (`MN_VALUES` values for each of
@@ -299,6 +302,7 @@ impl CudaBackend {
             }
             Some(NormTail::Tail(a)) => (&fns.gemv_multi_norm.0, fns.gemv_multi_norm.1, a),
             Some(NormTail::Sums(a)) => (&fns.gemv_multi_sums.0, fns.gemv_multi_sums.1, a),
+            Some(NormTail::Grid(a)) => (&fns.gemv_multi_gridnorm.0, fns.gemv_multi_gridnorm.1, a),
         };
         let mut blocks = grid(wpb, wave(per_sm));
         if tail.is_some() {
@@ -368,7 +372,11 @@ impl CudaBackend {
         let peps = post.map_or(0.0, |(_, e)| e);
         let part = self.norm_part.ptr();
         let (aq, ads) = (self.aq.ptr(), self.ads.ptr());
-        if mode == NormFusion::Tail {
+        if matches!(mode, NormFusion::Tail | NormFusion::Grid) {
+            let sync = match mode {
+                NormFusion::Tail => self.norm_ctr.ptr(),
+                _ => self.grid_bar.ptr(),
+            };
             let tail = [
                 Arg::P(xp),
                 Arg::P(pw),
@@ -379,12 +387,13 @@ impl CudaBackend {
                 Arg::P(aq),
                 Arg::P(ads),
                 Arg::P(part),
-                Arg::P(self.norm_ctr.ptr()),
+                Arg::P(sync),
             ];
-            if self
-                .matmul_multi(&[w], a, rows, &[y], Some(NormTail::Tail(&tail)))?
-                .is_none()
-            {
+            let how = match mode {
+                NormFusion::Tail => NormTail::Tail(&tail),
+                _ => NormTail::Grid(&tail),
+            };
+            if self.matmul_multi(&[w], a, rows, &[y], Some(how))?.is_none() {
                 return Ok(false);
             }
         } else {

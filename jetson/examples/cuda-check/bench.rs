@@ -267,6 +267,7 @@ pub fn run(
         "gemv_k_multi_b4",
         "gemv_k_multi_norm",
         "gemv_k_multi_sums",
+        "gemv_k_multi_gridnorm",
         "gemv_k_multi_probe",
         "gemv_k_multi_tma2",
         "gemv_k_multi_tma1",

@@ -723,8 +723,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     }
     // A branch's output projection and the norms after it (`matmul_add_rmsnorm`; the CPU runs
     // the matmul, then `norm_add_rmsnorm` or `add_rmsnorm`). At one row the CUDA backend runs
-    // the norms fused with the GEMV, both ways (`gemv_k_multi_norm`, or `gemv_k_multi_sums`
-    // and `norm_sums_q8_f32`; counted, so a silent fallback fails); at three rows, a matmul
+    // the norms fused with the GEMV, three ways (`gemv_k_multi_norm`; `gemv_k_multi_sums` and
+    // `norm_sums_q8_f32`; `gemv_k_multi_gridnorm`; counted, so a silent fallback fails); at three rows, a matmul
     // and a norm launch. y, x, the norm, and a matmul reading the fused q8_1 output; run back
     // to back, so a ticket counter left set by one launch fails the next.
     let odata = matrix(&mut rng, GgmlType::Q4_K, cols, ff, 0.1)?;
@@ -737,7 +737,11 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     };
     p.cu.upload(&[wo]).map_err(|e| e.to_string())?;
     let fuse_default = p.cu.fuse_norm;
-    for (mode, mname) in [(NormFusion::Tail, "tail"), (NormFusion::Split, "split")] {
+    for (mode, mname) in [
+        (NormFusion::Tail, "tail"),
+        (NormFusion::Split, "split"),
+        (NormFusion::Grid, "grid"),
+    ] {
         p.cu.fuse_norm = mode;
         for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
             for post in [None, Some(&pt)] {
