@@ -250,6 +250,12 @@ impl CudaBackend {
             (tail, rows, self.gemv_tma, gpu.compute_capability().0 >= 9)
         {
             let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
+            // The probes have no teams: a ring a warp.
+            let cfg = if self.gemv_probe {
+                TmaGemv { team: 1, ..cfg }
+            } else {
+                cfg
+            };
             if let Some(l) = tma_layout(cfg, cols, max_rb, gpu.smem_optin()) {
                 // Segment ends in items of `l.rows` rows.
                 let mut items = 0usize;
@@ -265,10 +271,10 @@ impl CudaBackend {
                     }
                 }
                 args[3] = Arg::int(items)?;
-                let k = match (cfg.team, self.gemv_probe) {
-                    (2, false) => 4,
-                    (4, false) => 5,
-                    (_, probe) => usize::from(l.rows == 1) + 2 * usize::from(probe),
+                let k = match cfg.team {
+                    2 => 4,
+                    4 => 5,
+                    _ => usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe),
                 };
                 let blocks = items
                     .div_ceil(l.warps as usize)
