@@ -276,9 +276,10 @@ impl CudaBackend {
                     4 => 5,
                     _ => usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe),
                 };
-                let blocks = items
-                    .div_ceil(l.warps as usize)
-                    .min(gpu.sm_count() as usize) as u32;
+                // Enough blocks for an item a ring (a team of warps shares one), at most one a
+                // multiprocessor.
+                let rings = (l.warps / cfg.team.max(1)) as usize;
+                let blocks = items.div_ceil(rings).min(gpu.sm_count() as usize) as u32;
                 let mut all = [Arg::I(0); 4 + 6 * SEGS + 2];
                 all[..args.len()].copy_from_slice(&args);
                 all[args.len()] = Arg::I(cfg.stages as i32);
