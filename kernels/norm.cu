@@ -321,9 +321,8 @@ struct SumsEp {
 
 // gemv_k_multi (one segment: y) that also leaves its block's NormSums in part[blockIdx.x]
 // (summed over the block's warps in warp order). x and pw: as norm_sums_q8_f32 takes them.
-extern "C" __global__ void __launch_bounds__(256, 2)
-    gemv_k_multi_sums(K_MULTI_PARAMS, const float* __restrict__ x, const float* __restrict__ pw,
-                      NormSums* __restrict__ part) {
+__device__ __forceinline__ void gemv_k_multi_sums_body(K_MULTI_PARAMS, const float* __restrict__ x,
+                                                       const float* __restrict__ pw, NormSums* __restrict__ part) {
     __shared__ NormSums red[32];
     SumsEp ep;
     ep.x = x;
@@ -338,6 +337,13 @@ extern "C" __global__ void __launch_bounds__(256, 2)
         for (int k = 1; k < warps; ++k) t.add(red[k]);
         part[blockIdx.x] = t;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2)
+    gemv_k_multi_sums(K_MULTI_PARAMS, const float* __restrict__ x, const float* __restrict__ pw,
+                      NormSums* __restrict__ part) {
+    gemv_k_multi_sums_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2,
+                           o2, e2, w3, rb3, n3, t3, o3, pf, x, pw, part);
 }
 
 // Value i of the norms after gemv_k_multi_sums (the calling warp holds the 32 values of one
@@ -438,20 +444,9 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     gemv_k_multi_gridnorm(K_MULTI_PARAMS, float* __restrict__ x, const float* __restrict__ pw, float peps,
                           const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ q,
                           float2* __restrict__ ds, NormSums* __restrict__ part, u32* bar) {
-    __shared__ NormSums red[32];
-    SumsEp ep;
-    ep.x = x;
-    ep.pw = pw;
-    gemv_k_multi_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                      e2, w3, rb3, n3, t3, o3, pf, ep);
+    gemv_k_multi_sums_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2,
+                           o2, e2, w3, rb3, n3, t3, o3, pf, x, pw, part);
     const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
-    if (lane == 0) red[warp] = ep.s;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        NormSums t = red[0];
-        for (int k = 1; k < warps; ++k) t.add(red[k]);
-        part[blockIdx.x] = t;
-    }
     grid_barrier(bar, gridDim.x);
     const int dim = n0, groups = dim >> 5;
     for (int g = blockIdx.x + warp * (int)gridDim.x; g < groups; g += warps * (int)gridDim.x) {

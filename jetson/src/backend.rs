@@ -163,10 +163,11 @@ pub struct CudaBackend {
     /// launch ([`NormFusion::Tail`]), or from sums the matmul's blocks leave, in a launch of
     /// one warp for each 32 values ([`NormFusion::Split`]), or after a grid-wide barrier in
     /// the matmul's own launch ([`NormFusion::Grid`], not yet run on a GPU).
-    /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split) or 3 (grid) chooses (a measuring knob). Both are correct and both measured slower
-    /// on the H100's 30B-shape decode (BENCHMARKS.md sessions 13–14: tail 127 → 83 tok/s,
-    /// split −0.19 ms a token: the wide norm launch costs what the one-block launch did, and
-    /// the GEMV that leaves the sums is slower). Public so checks and benchmarks can choose.
+    /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split) or 3 (grid) chooses (a measuring knob).
+    /// Tail and split are correct and both measured slower on the H100's 30B-shape decode
+    /// (BENCHMARKS.md sessions 13–14: tail 127 → 83 tok/s, split −0.19 ms a token: the wide
+    /// norm launch costs what the one-block launch did, and the GEMV that leaves the sums is
+    /// slower). Public so checks and benchmarks can choose.
     pub fuse_norm: NormFusion,
     /// Whether the multi-GEMV launches that `gemv_k_multi` would run take
     /// `gemv_k_multi_probe` instead: the same weight loads without the arithmetic, so the
@@ -175,13 +176,14 @@ pub struct CudaBackend {
     pub gemv_probe: bool,
     /// Whether one-row multi-GEMV launches stream their weights with the multiprocessors'
     /// bulk-copy units (`gemv_k_multi_tma*`, compute capability 9.0 and later), and how
-    /// ([`TmaGemv`]). `$GLIMMER_GEMV_TMA` = `1` or `STAGES:WARPS[:ROWS]` chooses; public so
-    /// checks and benchmarks can choose.
+    /// ([`TmaGemv`]). `$GLIMMER_GEMV_TMA` chooses ([`TmaGemv::from_env`]); public so checks
+    /// and benchmarks can choose.
     pub gemv_tma: Option<TmaGemv>,
     /// How many `gemv_k_multi_tma*` launches this backend has made (checks read it).
     pub gemv_tma_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
-    /// `gemv_k_multi_sums`'s (four `f64` each), [`Self::norm_blocks`] of them.
+    /// `gemv_k_multi_sums`' and `gemv_k_multi_gridnorm`'s (four `f64` each),
+    /// [`Self::norm_blocks`] of them.
     pub(crate) norm_part: DevMem,
     /// `gemv_k_multi_norm`'s ticket counter (`u32`, zero between launches: the last block
     /// resets it).
@@ -193,7 +195,7 @@ pub struct CudaBackend {
     /// `gemv_k_multi_gridnorm`'s grid barrier (two `u32`: arrivals, generation; the barrier
     /// leaves the arrivals at zero).
     pub(crate) grid_bar: DevMem,
-    /// How many fused `matmul_add_rmsnorm` launches (either kind) this backend has made
+    /// How many fused `matmul_add_rmsnorm` launches (any kind) this backend has made
     /// (checks read it to see that the fused path ran).
     pub fused_norms: u64,
 }
@@ -303,8 +305,8 @@ impl NormFusion {
     }
 }
 
-/// Bytes of one block's partial sums in [`CudaBackend::norm_part`] (`gemv_k_multi_sums`
-/// leaves four `f64`; `gemv_k_multi_norm` one).
+/// Bytes of one block's partial sums in [`CudaBackend::norm_part`] (`gemv_k_multi_sums` and
+/// `gemv_k_multi_gridnorm` leave four `f64`; `gemv_k_multi_norm` one).
 const NORM_SUMS_BYTES: usize = 32;
 
 /// Whether the measuring knob `name` is set to 1.

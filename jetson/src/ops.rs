@@ -150,7 +150,8 @@ impl CudaBackend {
     /// one).
     ///
     /// With `tail` (the caller, `matmul_norm_fused`, passes one matrix and one row), the
-    /// launch is `gemv_k_multi_norm` or `gemv_k_multi_sums` (kernels/norm.cu).
+    /// launch is `gemv_k_multi_norm`, `gemv_k_multi_sums` or `gemv_k_multi_gridnorm`
+    /// (kernels/norm.cu).
     fn matmul_multi(
         &mut self,
         ws: &[&Tensor<'_>],
@@ -208,27 +209,33 @@ impl CudaBackend {
         args[0] = Arg::int(cols)?;
         args[1] = Arg::P(self.aq.ptr());
         args[2] = Arg::P(self.ads.ptr());
-        let mut pairs = 0usize;
         for (s, (t, &o)) in d.iter().flatten().zip(outs).enumerate() {
-            pairs += t.rows.div_ceil(2);
             let a = &mut args[4 + 6 * s..];
             a[0] = Arg::P(t.ptr);
             a[1] = Arg::U(t.row_bytes as u64);
             a[2] = Arg::int(t.rows)?;
             a[3] = Arg::I(t.ty as i32);
             a[4] = Arg::P(self.at(o)?);
-            if s + 1 < SEGS {
-                a[5] = Arg::int(pairs)?;
-            }
         }
-        // Unused segments: empty (their end is the last used one's).
+        // Unused segments: empty, of a type the kernels know.
         for s in ws.len()..SEGS {
             args[4 + 6 * s + 3] = Arg::I(GgmlType::Q4_K as i32);
-            if s + 1 < SEGS {
-                args[4 + 6 * s + 5] = Arg::int(pairs)?;
-            }
         }
-        args[3] = Arg::int(pairs)?;
+        // Work units of `unit` rows (row pairs for gemv_k_multi, items for the bulk-copy
+        // kernels): each segment's cumulative end (an unused one's is the last used one's) and
+        // the total, in `args`; returns the total.
+        let set_ends = |args: &mut [Arg; 4 + 6 * SEGS], unit: usize| -> Result<usize, CudaError> {
+            let mut end = 0usize;
+            for s in 0..SEGS {
+                end += d[s].map_or(0, |t| t.rows.div_ceil(unit));
+                if s + 1 < SEGS {
+                    args[4 + 6 * s + 5] = Arg::int(end)?;
+                }
+            }
+            args[3] = Arg::int(end)?;
+            Ok(end)
+        };
+        let pairs = set_ends(&mut args, 2)?;
         let bytes: u64 = d
             .iter()
             .flatten()
@@ -257,20 +264,7 @@ impl CudaBackend {
                 cfg
             };
             if let Some(l) = tma_layout(cfg, cols, max_rb, gpu.smem_optin()) {
-                // Segment ends in items of `l.rows` rows.
-                let mut items = 0usize;
-                for (s, t) in d.iter().flatten().enumerate() {
-                    items += t.rows.div_ceil(l.rows as usize);
-                    if s + 1 < SEGS {
-                        args[4 + 6 * s + 5] = Arg::int(items)?;
-                    }
-                }
-                for s in ws.len()..SEGS {
-                    if s + 1 < SEGS {
-                        args[4 + 6 * s + 5] = Arg::int(items)?;
-                    }
-                }
-                args[3] = Arg::int(items)?;
+                let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match cfg.team {
                     2 => 4,
                     4 => 5,
@@ -329,8 +323,8 @@ impl CudaBackend {
     }
 
     /// `matmul_add_rmsnorm` with its norms fused into the matmul's launch as
-    /// [`CudaBackend::fuse_norm`] says: `gemv_k_multi_norm` alone, or `gemv_k_multi_sums`
-    /// then `norm_sums_q8_f32`. Where it qualifies: one row of a Q4_K / Q6_K matrix whose
+    /// [`CudaBackend::fuse_norm`] says: `gemv_k_multi_norm` alone, `gemv_k_multi_sums`
+    /// then `norm_sums_q8_f32`, or `gemv_k_multi_gridnorm` alone. Where it qualifies: one row of a Q4_K / Q6_K matrix whose
     /// output is the model width (a multiple of 32; for the tail, at most
     /// [`NORM_TAIL_MAX_DIM`] wide); every region distinct. Returns `Ok(false)` having
     /// launched nothing otherwise.
@@ -380,9 +374,12 @@ impl CudaBackend {
         let part = self.norm_part.ptr();
         let (aq, ads) = (self.aq.ptr(), self.ads.ptr());
         if matches!(mode, NormFusion::Tail | NormFusion::Grid) {
-            let sync = match mode {
-                NormFusion::Tail => self.norm_ctr.ptr(),
-                _ => self.grid_bar.ptr(),
+            let grid = mode == NormFusion::Grid;
+            // The tail's ticket counter, or the grid barrier in its place.
+            let sync = if grid {
+                self.grid_bar.ptr()
+            } else {
+                self.norm_ctr.ptr()
             };
             let tail = [
                 Arg::P(xp),
@@ -396,9 +393,10 @@ impl CudaBackend {
                 Arg::P(part),
                 Arg::P(sync),
             ];
-            let how = match mode {
-                NormFusion::Tail => NormTail::Tail(&tail),
-                _ => NormTail::Grid(&tail),
+            let how = if grid {
+                NormTail::Grid(&tail)
+            } else {
+                NormTail::Tail(&tail)
             };
             if self.matmul_multi(&[w], a, rows, &[y], Some(how))?.is_none() {
                 return Ok(false);
