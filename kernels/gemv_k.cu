@@ -542,7 +542,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PAR
 // teams' partial sums, the activation row (kt_pa's layout:
 // 80 bytes for each 64 int8 values, then cols / 32 (d, d·sum) pairs), then warps × stages slots of `slot` bytes (a multiple of 128
 // holding R rows). Needs sm_90 (the host launches it only there): on older GPUs the body
-// compiles to nothing.
+// compiles to nothing. The default there since session 16, one row an item with teams of two
+// warps a ring (`TmaGemv::DEFAULT`; H200 30B-shape decode 144.9 -> 164.8 tok/s, BENCHMARKS.md).
 #define KT_BAR_BYTES 2048
 
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }

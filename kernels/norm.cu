@@ -412,8 +412,9 @@ extern "C" __global__ void __launch_bounds__(256)
 // groups. The norm launch and its boundary (~6.7 us of the step, session 14) become one
 // barrier (~1-2 us expected) and a slice of ~one group a block. `bar`: two u32 (arrivals,
 // generation), zero before the first launch; the barrier leaves the arrivals at zero.
-// Status: written in session 15 after the last device call; not yet run on a GPU
-// ($GLIMMER_FUSE_NORM=3).
+// Status ($GLIMMER_FUSE_NORM=3, off by default): checked on the H200 (cuda-check ops, e2e) and
+// measured there in session 16: -0.11 ms a token against the register-kernel step, but its
+// GEMV is a register kernel, so with the bulk-copy default it loses (BENCHMARKS.md).
 
 // Waits until all `n` blocks of the grid have called it with the same `bar`; what any block
 // wrote before it is visible to every block after it (through L2). A barrier that does not

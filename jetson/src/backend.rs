@@ -162,7 +162,8 @@ pub struct CudaBackend {
     /// of one block ([`NormFusion::Off`], the default), in the last block of the matmul's own
     /// launch ([`NormFusion::Tail`]), or from sums the matmul's blocks leave, in a launch of
     /// one warp for each 32 values ([`NormFusion::Split`]), or after a grid-wide barrier in
-    /// the matmul's own launch ([`NormFusion::Grid`], not yet run on a GPU).
+    /// the matmul's own launch ([`NormFusion::Grid`]; −0.11 ms a token with the register kernels
+    /// on the H200, but slower than the bulk-copy default, whose GEMVs it does not use).
     /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split) or 3 (grid) chooses (a measuring knob).
     /// Tail and split are correct and both measured slower on the H100's 30B-shape decode
     /// (BENCHMARKS.md sessions 13–14: tail 127 → 83 tok/s, split −0.19 ms a token: the wide
@@ -176,8 +177,9 @@ pub struct CudaBackend {
     pub gemv_probe: bool,
     /// Whether one-row multi-GEMV launches stream their weights with the multiprocessors'
     /// bulk-copy units (`gemv_k_multi_tma*`, compute capability 9.0 and later), and how
-    /// ([`TmaGemv`]). `$GLIMMER_GEMV_TMA` chooses ([`TmaGemv::from_env`]); public so checks
-    /// and benchmarks can choose.
+    /// ([`TmaGemv`]; on by default there, [`TmaGemv::DEFAULT`]). `$GLIMMER_GEMV_TMA`
+    /// chooses ([`TmaGemv::from_env`]; `0` turns it off); public so checks and benchmarks can
+    /// choose.
     pub gemv_tma: Option<TmaGemv>,
     /// How many `gemv_k_multi_tma*` launches this backend has made (checks read it).
     pub gemv_tma_launches: u64,
@@ -231,23 +233,40 @@ pub struct TmaGemv {
 }
 
 impl TmaGemv {
-    /// Two slots, eight warps, rows an item chosen by size, any number of warps.
+    /// The default on compute capability 9.0 and later: two slots, up to 24 warps a block in
+    /// teams of two sharing each ring, one row an item. Measured on the H200 (BENCHMARKS.md,
+    /// session 16): 144.9 tok/s with `gemv_k_multi` on the 30B shape, 164.8 with this; the
+    /// other shapes tried (8, 12, 16, 20 and 24 warps alone, three slots, teams of four) were
+    /// slower.
     pub const DEFAULT: TmaGemv = TmaGemv {
         stages: 2,
-        max_warps: 8,
-        item_rows: 0,
+        max_warps: 24,
+        item_rows: 1,
         min_warps: 1,
-        team: 1,
+        team: 2,
     };
 
-    /// `$GLIMMER_GEMV_TMA`: `1` ([`Self::DEFAULT`]) or
-    /// `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM]]]`;
-    /// anything else (or unset): `None`.
+    /// `$GLIMMER_GEMV_TMA`: unset or `1`, [`Self::DEFAULT`]; `0`, `None` (every multi-GEMV
+    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM]]]` as
+    /// [`Self::parse`] reads it. A value it refuses also gives [`Self::DEFAULT`] (this is a
+    /// measuring knob; `cuda-check bench` prints the launch mode it ran). The backend takes
+    /// the bulk-copy kernels only on compute capability 9.0 and later whatever this says.
     pub fn from_env() -> Option<TmaGemv> {
-        Self::parse(&std::env::var("GLIMMER_GEMV_TMA").ok()?)
+        Self::from_setting(std::env::var("GLIMMER_GEMV_TMA").ok().as_deref())
     }
 
-    /// See [`Self::from_env`].
+    /// [`Self::from_env`] on the variable's value (`None`: unset).
+    pub fn from_setting(v: Option<&str>) -> Option<TmaGemv> {
+        match v.map(str::trim) {
+            Some("0") => None,
+            Some(v) => Some(Self::parse(v).unwrap_or(Self::DEFAULT)),
+            None => Some(Self::DEFAULT),
+        }
+    }
+
+    /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM]]]` (stages 2..=4,
+    /// warps 1..=24, rows 0..=2, min warps 1..=warps, team 1, 2 or 4 and at most the warps);
+    /// anything else, `None`.
     pub fn parse(v: &str) -> Option<TmaGemv> {
         let v = v.trim();
         if v == "1" {

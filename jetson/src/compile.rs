@@ -154,6 +154,21 @@ pub fn ptx_for(major: i32, minor: i32) -> Result<Ptx, CudaError> {
     }
 }
 
+/// The kernel (`.entry`) names of PTX text, in order.
+pub fn entry_names(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| {
+            let rest = l.split_once(".entry")?.1;
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +187,9 @@ mod tests {
             assert!(p.contains(name), "{name} missing");
         }
         assert_eq!(fnv1a(&[b"a"]), fnv1a(&[b"a"]));
+        let ptx = "// .globl\tgemv_a\n.visible .entry gemv_a(\n\t.param .u64 p\n)\n\
+                   .visible .entry norm_b (\n.func helper(\n.entry\n";
+        assert_eq!(entry_names(ptx), ["gemv_a", "norm_b"]);
         assert_ne!(fnv1a(&[b"ab"]), fnv1a(&[b"a", b"b"]));
     }
 
@@ -201,6 +219,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let ptx = r.unwrap_or_else(|e| panic!("{e}: {log}"));
         let text = ptx.to_src();
+        let names = entry_names(&text);
+        for name in ["gemv_k_multi_tma1_t2", "gemv_k_multi", "norm_sums_q8_f32"] {
+            assert!(names.iter().any(|n| n == name), "{name} not an entry");
+        }
         for name in [
             "gemv_q4_k_r8",
             "gemv_q4_k_r1",

@@ -41,6 +41,8 @@ pub struct Gpu {
     /// whether there are any (so a launch normally takes no lock).
     skipped: Mutex<Vec<usize>>,
     any_skipped: AtomicBool,
+    /// Every kernel of the module, by name ([`Gpu::kernel_names`]).
+    kernels: Vec<String>,
 }
 
 impl Gpu {
@@ -65,6 +67,7 @@ impl Gpu {
         let sm_count =
             ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
         let ptx = compile::ptx_for(cc.0, cc.1)?;
+        let kernels = compile::entry_names(&ptx.to_src());
         let module = ctx.load_module(ptx)?;
         let fns = Fns::load(&module)?;
         // Opt-in dynamic shared memory a block (227 KiB on Hopper). The bulk-copy GEMVs (sm_90
@@ -94,6 +97,7 @@ impl Gpu {
             module,
             skipped: Mutex::new(Vec::new()),
             any_skipped: AtomicBool::new(false),
+            kernels,
         }))
     }
 
@@ -135,6 +139,12 @@ impl Gpu {
         self.any_skipped.store(!fs.is_empty(), Ordering::Relaxed);
         *self.skipped.lock().map_err(|_| CudaError::Compile)? = fs;
         Ok(())
+    }
+
+    /// The name of every kernel in the compiled module (benchmarks group them by name, so a
+    /// new kernel cannot be missed from a list).
+    pub fn kernel_names(&self) -> &[String] {
+        &self.kernels
     }
 
     fn is_skipped(&self, f: sys::CUfunction) -> bool {

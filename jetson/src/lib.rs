@@ -33,21 +33,27 @@
 //!   the attention gate, or the FFN gate and up, as one grid-stride launch (`gemv_k_multi`,
 //!   [`CudaBackend::gemv_multi`]), and single Q4_K / Q6_K matrices take the same kernel. With
 //!   the above, a layer of the Glimmer shape is 9 launches.
+//! - **Weights by bulk copy** (compute capability 9.0 and later, the default there): the one-row
+//!   multi-GEMVs run `gemv_k_multi_tma1_t2`, whose warps have the multiprocessor's bulk-copy
+//!   unit stream whole weight rows into rings in shared memory (asked for before the wait on
+//!   the previous kernel), two warps sharing each ring, and a Q4_K super-block four lanes
+//!   ([`TmaGemv::DEFAULT`]; H200: 144.9 -> 164.8 tok/s on the 30B shape).
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
 //!
-//! Measuring knobs (environment variables read when a backend is made; off by default, and
-//! each measured in BENCHMARKS.md or marked there as not yet run on a GPU, so a change can be
+//! Measuring knobs (environment variables read when a backend is made; off by default unless
+//! said, and each measured in BENCHMARKS.md or marked there as not yet run on a GPU, so a change can be
 //! compared on a device without a rebuild):
 //! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_FUSE_NORM` (1: the
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
 //! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch;
 //! [`NormFusion`]),
-//! `GLIMMER_GEMV_TMA` (sm_90: one-row multi-GEMVs stream whole weight rows into shared memory
-//! with the bulk-copy unit, `gemv_k_multi_tma*`; [`TmaGemv`] says how),
+//! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
+//! memory with the bulk-copy unit, `gemv_k_multi_tma*`, on by default; `0`: `gemv_k_multi`
+//! instead; [`TmaGemv`] says how),
 //! `GLIMMER_GEMV_PREFETCH` (deep L2 prefetch), `GLIMMER_GEMV_PROBE` (the GEMVs' loads without
-//! their arithmetic: garbage output, for timing only; with `GLIMMER_GEMV_TMA`, the bulk
+//! their arithmetic: garbage output, for timing only; where the bulk-copy kernels run, the
 //! copies alone) and `GLIMMER_ATTN_SPLITS` (the decode attention's most splits). Kernel macros
 //! for `GLIMMER_CUDA_DEFINES`: `K_UNROLL`, `PROBE_UNROLL`, `K_INTERLEAVE` (0: warps of a block on
 //! consecutive row pairs), `K_Q4PAIR` (1: four lanes a Q4_K super-block in `gemv_k_multi`),

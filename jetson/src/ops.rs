@@ -1280,7 +1280,14 @@ mod tests {
     #[test]
     fn bulk_copy_rings_fit_shared_memory() {
         const OPTIN: u32 = 232_448; // Hopper: 227 KiB a block
-        let d = TmaGemv::DEFAULT;
+                                    // The first shape measured (two slots, eight warps, rows an item by size).
+        let d = TmaGemv {
+            stages: 2,
+            max_warps: 8,
+            item_rows: 0,
+            min_warps: 1,
+            team: 1,
+        };
         // 30B shapes: Q4_K rows of 6656 (3744 bytes) take two rows an item and eight warps.
         let l = tma_layout(d, 6656, 3744, OPTIN).unwrap();
         assert_eq!((l.rows, l.slot, l.warps), (2, 7552, 8));
@@ -1330,6 +1337,12 @@ mod tests {
                 }
             }
         }
+        // The default at the 30B shapes: one row an item, teams of two; 24 warps (12 rings)
+        // on the 3744-byte Q4_K rows, 12 (six rings of 16 KiB) on FFN down.
+        let l = tma_layout(TmaGemv::DEFAULT, 6656, 3744, OPTIN).unwrap();
+        assert_eq!((l.rows, l.slot, l.warps), (1, 3840, 24));
+        let l = tma_layout(TmaGemv::DEFAULT, 19968, 16384, OPTIN).unwrap();
+        assert_eq!((l.rows, l.slot, l.warps), (1, 16384, 12));
         // FFN down gets six warps: under a floor of eight, no layout (gemv_k_multi runs it).
         let floor = TmaGemv {
             max_warps: 16,
@@ -1368,6 +1381,15 @@ mod tests {
     #[test]
     fn bulk_copy_setting_parses_or_is_refused() {
         assert_eq!(TmaGemv::parse("1"), Some(TmaGemv::DEFAULT));
+        assert_eq!(TmaGemv::parse("2:24:1:1:2"), Some(TmaGemv::DEFAULT));
+        // The variable: unset or refused, the default; `0`, off.
+        assert_eq!(TmaGemv::from_setting(None), Some(TmaGemv::DEFAULT));
+        assert_eq!(TmaGemv::from_setting(Some(" 0 ")), None);
+        assert_eq!(TmaGemv::from_setting(Some("9:9")), Some(TmaGemv::DEFAULT));
+        assert_eq!(
+            TmaGemv::from_setting(Some("3:16:1")),
+            TmaGemv::parse("3:16:1")
+        );
         assert_eq!(
             TmaGemv::parse("3:16:1"),
             Some(TmaGemv {

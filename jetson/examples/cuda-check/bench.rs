@@ -225,6 +225,9 @@ pub fn run(
             1 => launch += " multi-GEMV/2 for all",
             n => launch += &format!(" multi-GEMV/{n}"),
         }
+        if let (Some(t), true, true) = (m.backend().gemv_tma, multi != 0, pdl_on) {
+            launch += &format!(" (one row: bulk copy {})", tma_name(t));
+        }
         for (mode, graph) in [("eager", false), ("graph", true)] {
             let first = tokens.last().copied().unwrap_or(0);
             let tps = 1e3 / decode_ms(&mut m, first, prefill, steps, graph)?;
@@ -250,31 +253,13 @@ pub fn run(
 
     // What each class of kernels costs inside the default graph step: the step without it
     // (its launches dropped, so the output is garbage), twice, against the full step.
-    const GEMVS: &[&str] = &[
-        "gemv_q4_0_r1",
-        "gemv_q4_1_r1",
-        "gemv_q5_0_r1",
-        "gemv_q8_0_r1",
-        "gemv_q4_k_r1",
-        "gemv_q5_k_r1",
-        "gemv_q6_k_r1",
-        "gemv_q4_k_rw2",
-        "gemv_q6_k_rw2",
-        "gemv_q4_k_s1",
-        "gemv_q6_k_s1",
-        "gemv_k_multi",
-        "gemv_k_multi_b3",
-        "gemv_k_multi_b4",
-        "gemv_k_multi_norm",
-        "gemv_k_multi_sums",
-        "gemv_k_multi_gridnorm",
-        "gemv_k_multi_probe",
-        "gemv_k_multi_tma2",
-        "gemv_k_multi_tma1",
-        "gemv_k_multi_tma2_probe",
-        "gemv_k_multi_tma1_probe",
-        "gemv_float",
-    ];
+    // Every kernel named gemv_* (read from the module, so a new GEMV kernel is counted).
+    let gemvs: Vec<&str> = gpu
+        .kernel_names()
+        .iter()
+        .map(String::as_str)
+        .filter(|n| n.starts_with("gemv_"))
+        .collect();
     const NORMS: &[&str] = &[
         "rmsnorm_f32",
         "rmsnorm_q8_f32",
@@ -288,20 +273,16 @@ pub fn run(
     const PREP: &[&str] = &["attn_inputs"];
     const ACT: &[&str] = &["gated_act_q8", "gated_silu_f32", "gated_gelu_tanh_f32"];
     const QUANT: &[&str] = &["quantize_q8_1"];
-    let others: Vec<&str> = [NORMS, ATTN, PREP, ACT, QUANT]
-        .concat()
-        .into_iter()
-        .chain([
-            "embed_rows",
-            "softcap_f32",
-            "argmax_f32",
-            "add_f32",
-            "sigmoid_mul_f32",
-        ])
+    // Every other kernel of the module.
+    let others: Vec<&str> = gpu
+        .kernel_names()
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !n.starts_with("gemv_"))
         .collect();
     let classes: [(&str, &[&str]); 8] = [
         ("nothing", &[]),
-        ("GEMVs", GEMVS),
+        ("GEMVs", &gemvs),
         ("norms", NORMS),
         ("attention", ATTN),
         ("Q/K norm+RoPE+KV store", PREP),
@@ -487,8 +468,16 @@ fn gemv_bench(
         (l0.w_up, d(layout.up, l0.w_up.rows)),
     ];
     let multi_default = be.gemv_multi;
-    for multi in [0, 2, 3, 4] {
+    let tma_default = be.gemv_tma;
+    // The register kernels, then (compute capability 9.0 and later) the bulk-copy one.
+    let mut kinds: Vec<(u32, Option<glimmer_jetson::TmaGemv>)> =
+        [0, 2, 3, 4].into_iter().map(|m| (m, None)).collect();
+    if gpu.compute_capability().0 >= 9 && tma_default.is_some() {
+        kinds.push((2, tma_default));
+    }
+    for (multi, tma) in kinds {
         be.gemv_multi = multi;
+        be.gemv_tma = tma;
         for (name, set) in [("Q/K/V/gate", &qkv[..]), ("FFN gate/up", &ffn[..])] {
             let ws: Vec<&glimmer_core::model::Tensor<'_>> = set.iter().map(|(t, _)| t).collect();
             let outs: Vec<Buf> = set.iter().map(|&(_, o)| o).collect();
@@ -507,10 +496,10 @@ fn gemv_bench(
             gpu.synchronize().map_err(e)?;
             let s = t0.elapsed().as_secs_f64() / reps as f64;
             let bytes: f64 = ws.iter().map(|t| t.data.len() as f64).sum();
-            let how = if multi == 0 {
-                "one launch a matrix".to_owned()
-            } else {
-                format!("one launch, {multi} blocks/SM")
+            let how = match (multi, tma) {
+                (0, _) => "one launch a matrix".to_owned(),
+                (_, Some(t)) => format!("bulk copy {}", tma_name(t)),
+                _ => format!("one launch, {multi} blocks/SM"),
             };
             println!(
                 "  matmul_many {name:<11} ({how:<22}) {:>9.1} us  {:>7.0} GB/s = {:>5.1}% of HBM",
@@ -521,6 +510,7 @@ fn gemv_bench(
         }
     }
     be.gemv_multi = multi_default;
+    be.gemv_tma = tma_default;
 
     // One eager step per op, synchronizing after each.
     let mut times = OpTimes::default();
@@ -546,4 +536,12 @@ fn gemv_bench(
         times.table()
     );
     Ok(())
+}
+
+/// A bulk-copy setting as `$GLIMMER_GEMV_TMA` spells it.
+fn tma_name(t: glimmer_jetson::TmaGemv) -> String {
+    format!(
+        "{}:{}:{}:{}:{}",
+        t.stages, t.max_warps, t.item_rows, t.min_warps, t.team
+    )
 }

@@ -487,6 +487,9 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     p.cu.upload(&ts).map_err(|e| e.to_string())?;
     let multi_default = p.cu.gemv_multi;
     let prefetch_default = p.cu.gemv_prefetch;
+    // The register kernels here; the bulk-copy ones (the default on sm_90) below.
+    let tma_default = p.cu.gemv_tma;
+    p.cu.gemv_tma = None;
     // (kernel, deep L2 prefetch): the prefetch changes no result, but its address walk must
     // stay inside the rows and must not disturb what the warps then compute.
     for (multi, pf) in [(0, 0), (2, 0), (2, 4096), (3, 0), (4, 0)] {
@@ -512,7 +515,6 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // with two and one rows an item, two to four slots and 1 to 16 warps. Counted, so a
     // silent fallback fails.
     if p.cu.gpu().compute_capability().0 >= 9 {
-        let tma_default = p.cu.gemv_tma;
         for (stages, max_warps, item_rows, team) in [
             (2, 8, 0, 1),
             (2, 8, 1, 1),
@@ -521,6 +523,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             (2, 1, 2, 1),
             (2, 24, 1, 1),
             (2, 16, 1, 2),
+            (2, 24, 1, 2),
             (3, 24, 1, 4),
         ] {
             p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
@@ -547,8 +550,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 }
             }
         }
-        p.cu.gemv_tma = tma_default;
     }
+    p.cu.gemv_tma = tma_default;
     p.cu.gemv_multi_single = false;
 
     // Embedding rows and the rest: 512 wide.
