@@ -673,8 +673,15 @@ __device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, 
 // waits on the same item and takes a share of its super-block passes; their partial sums meet
 // in shared memory at a named barrier of the team (which also tells the team's first warp that
 // the slot may be refilled). More warps a ring, for rows too wide for many rings to fit.
-template <int R, bool PROBE, int TEAM = 1>
-__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot) {
+// What the bulk-copy body does around each item besides storing its rows (the leader lane
+// only): nothing, or the norm sums of gemv_k_multi_tma1_t2_gridnorm (kernels/norm.cu).
+struct KtNoEp {
+    __device__ __forceinline__ void pre(const KSeg&, int, int) {}
+    template <int R> __device__ __forceinline__ void post(const KSeg&, int, int, const float (&)[R]) {}
+};
+
+template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp>
+__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot, Ep& ep) {
 #if __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) u8 kt_smem[];
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
@@ -731,6 +738,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
         KSeg s;
         int row0, nr;
         locate(j, s, row0, nr);
+        if (leader) ep.pre(s, row0, nr);
         mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
         const u8* rows = ring + (u32)(j % stages) * slot;
         float v[R];
@@ -759,6 +767,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
 #pragma unroll
             for (int r = 0; r < R; ++r)
                 if (r < nr) o[row0 + r] = v[r];
+            ep.post(s, row0, nr, v);
         }
         // Every lane is done with the slot before it is refilled.
         __syncwarp();
@@ -772,8 +781,10 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
 // multiprocessor (the ring takes most of its shared memory).
 #define K_TMA_KERNEL(name, R, PROBE, TEAM)                                                                     \
     extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, int stages, u32 slot) {         \
+        KtNoEp ep;                                                                                             \
         gemv_k_multi_tma_body<R, PROBE, TEAM>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, \
-                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot); \
+                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, \
+                                              ep);                                                             \
     }
 K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1)
 K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1)

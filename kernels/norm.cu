@@ -456,3 +456,79 @@ extern "C" __global__ void __launch_bounds__(256, 2)
                         pw ? __ldg(pw + i) : 1.0f);
     }
 }
+
+// ---- The grid-barrier norm in the bulk-copy kernel ----
+// gemv_k_multi_tma1_t2 (one row an item, teams of two warps a ring: the default bulk-copy
+// shape, `TmaGemv::DEFAULT`) that also leaves its block's NormSums, then the grid barrier and
+// the norms over the block's share of the 32-value groups, as gemv_k_multi_gridnorm does after
+// gemv_k_multi. Session 16 measured the register form at -0.11 ms a token but slower than the
+// bulk-copy GEMVs it would replace on the output projection and FFN down; this keeps their
+// weights on the bulk copies. Arguments: the bulk-copy kernel's, then the tail's (as
+// gemv_k_multi_gridnorm). The grid is at most one block a multiprocessor, all resident.
+// Status: written in session 16 after the last device call; not yet run on a GPU
+// ($GLIMMER_FUSE_NORM=3 where the bulk-copy kernels run).
+
+// The four sums over the rows an item's leader lane stores (x and pw of the item's rows are
+// loaded before its bulk copy is waited on).
+template <int R> struct KtSumsEp {
+    const float* x;
+    const float* pw;
+    NormSums s = {0.0, 0.0, 0.0, 0.0};
+    float xo[R], pv[R];
+    __device__ __forceinline__ void pre(const KSeg& seg, int row0, int nr) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            xo[r] = r < nr ? x[row0 + r] : 0.0f;
+            pv[r] = r < nr && pw ? __ldg(pw + row0 + r) : 1.0f;
+        }
+    }
+    __device__ __forceinline__ void post(const KSeg&, int, int nr, const float (&v)[R]) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            if (r >= nr) continue;
+            const double b = (double)v[r] * (double)pv[r];
+            s.yy += (double)(v[r] * v[r]);
+            s.xb += (double)xo[r] * b;
+            s.bb += b * b;
+            s.xx += (double)xo[r] * (double)xo[r];
+        }
+    }
+};
+
+// Where the warps' sums meet in shared memory: after the bulk-copy body's mbarriers (768
+// bytes at most) and team sums (at most 24 rings × 2 items × 2 rows floats from byte 768: up to
+// byte 1152), inside its KT_BAR_BYTES.
+#define KT_NORM_RED 1280
+static_assert(KT_NORM_RED + 24 * sizeof(NormSums) <= KT_BAR_BYTES, "the warps' norm sums fit the barrier area");
+
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, int stages, u32 slot, float* __restrict__ x,
+                                  const float* __restrict__ pw, float peps, const float* __restrict__ nw,
+                                  float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
+                                  NormSums* __restrict__ part, u32* bar) {
+#if __CUDA_ARCH__ >= 900
+    KtSumsEp<1> ep;
+    ep.x = x;
+    ep.pw = pw;
+    gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, ep);
+    extern __shared__ __align__(128) u8 kt_smem[];
+    NormSums* red = (NormSums*)(kt_smem + KT_NORM_RED);
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    // Only each team's first warp has stored rows; the others' sums are zero.
+    if (lane == 0) red[warp] = ep.s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        NormSums t = red[0];
+        for (int k = 1; k < warps; ++k) t.add(red[k]);
+        part[blockIdx.x] = t;
+    }
+    grid_barrier(bar, gridDim.x);
+    const int dim = n0, groups = dim >> 5;
+    for (int g = blockIdx.x + warp * (int)gridDim.x; g < groups; g += warps * (int)gridDim.x) {
+        const int i = 32 * g + lane;
+        norm_sums_value(x, o0, pw, peps, nw, nout, dim, eps, q, ds, part, (int)gridDim.x, i, nw ? __ldg(nw + i) : 1.0f,
+                        pw ? __ldg(pw + i) : 1.0f);
+    }
+#endif
+}

@@ -163,7 +163,9 @@ pub struct CudaBackend {
     /// launch ([`NormFusion::Tail`]), or from sums the matmul's blocks leave, in a launch of
     /// one warp for each 32 values ([`NormFusion::Split`]), or after a grid-wide barrier in
     /// the matmul's own launch ([`NormFusion::Grid`]; −0.11 ms a token with the register kernels
-    /// on the H200, but slower than the bulk-copy default, whose GEMVs it does not use).
+    /// on the H200, but slower than the bulk-copy default; where the bulk-copy setting has
+    /// teams of two, as the default does, it runs in `gemv_k_multi_tma1_t2_gridnorm` instead,
+    /// not yet run on a GPU).
     /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split) or 3 (grid) chooses (a measuring knob).
     /// Tail and split are correct and both measured slower on the H100's 30B-shape decode
     /// (BENCHMARKS.md sessions 13–14: tail 127 → 83 tok/s, split −0.19 ms a token: the wide
@@ -308,6 +310,8 @@ pub enum NormFusion {
     Split,
     /// `gemv_k_multi_gridnorm`: the sums as in [`Self::Split`], then a grid-wide barrier and
     /// the norm's 32-value groups shared out over the same launch's blocks (no second launch).
+    /// On compute capability 9.0 and later with a bulk-copy setting of teams of two (the
+    /// default), `gemv_k_multi_tma1_t2_gridnorm`: the same after the bulk-copy GEMV.
     Grid,
 }
 

@@ -47,8 +47,8 @@
 //! compared on a device without a rebuild):
 //! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_FUSE_NORM` (1: the
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
-//! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch;
-//! [`NormFusion`]),
+//! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
+//! bulk-copy kernel where that runs; [`NormFusion`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
 //! memory with the bulk-copy unit, `gemv_k_multi_tma*`, on by default; `0`: `gemv_k_multi`
 //! instead; [`TmaGemv`] says how),

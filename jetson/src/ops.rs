@@ -151,7 +151,8 @@ impl CudaBackend {
     ///
     /// With `tail` (the caller, `matmul_norm_fused`, passes one matrix and one row), the
     /// launch is `gemv_k_multi_norm`, `gemv_k_multi_sums` or `gemv_k_multi_gridnorm`
-    /// (kernels/norm.cu).
+    /// (kernels/norm.cu), or `gemv_k_multi_tma1_t2_gridnorm` for the grid form where the
+    /// bulk-copy kernels run with teams of two.
     fn matmul_multi(
         &mut self,
         ws: &[&Tensor<'_>],
@@ -253,8 +254,18 @@ impl CudaBackend {
         // Blocks of `warps` warps enough for a warp a row pair, at most `resident`.
         let grid = |warps: usize, resident: usize| pairs.div_ceil(warps).min(resident);
         let wave = |per_sm: u32| (per_sm * gpu.sm_count()) as usize;
-        if let (None, 1, Some(cfg), true) =
-            (tail, rows, self.gemv_tma, gpu.compute_capability().0 >= 9)
+        // The bulk-copy kernels: plain one-row launches, and the grid-barrier norm where the
+        // setting has teams of two (`gemv_k_multi_tma1_t2_gridnorm`).
+        let tma_tail = match tail {
+            None => Some(None),
+            Some(NormTail::Grid(a)) if !self.gemv_probe => Some(Some(a)),
+            _ => None,
+        };
+        let tma = self
+            .gemv_tma
+            .filter(|c| matches!(tma_tail, Some(None)) || c.team == 2);
+        if let (Some(tma_tail), 1, Some(cfg), true) =
+            (tma_tail, rows, tma, gpu.compute_capability().0 >= 9)
         {
             let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
             // The probes have no teams: a ring a warp.
@@ -265,28 +276,37 @@ impl CudaBackend {
             };
             if let Some(l) = tma_layout(cfg, cols, max_rb, gpu.smem_optin()) {
                 let items = set_ends(&mut args, l.rows as usize)?;
-                let k = match cfg.team {
-                    2 => 4,
-                    4 => 5,
+                let k = match (cfg.team, tma_tail) {
+                    (_, Some(_)) => 6,
+                    (2, _) => 4,
+                    (4, _) => 5,
                     _ => usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe),
                 };
                 // Enough blocks for an item a ring (a team of warps shares one), at most one a
-                // multiprocessor.
+                // multiprocessor (and, with the norm, at most the partial sums there is room
+                // for: the grid barrier needs every block resident, which one a
+                // multiprocessor is).
                 let rings = (l.warps / cfg.team.max(1)) as usize;
-                let blocks = items.div_ceil(rings).min(gpu.sm_count() as usize) as u32;
-                let mut all = [Arg::I(0); 4 + 6 * SEGS + 2];
+                let mut blocks = items.div_ceil(rings).min(gpu.sm_count() as usize);
+                if tma_tail.is_some() {
+                    blocks = blocks.min(self.norm_blocks);
+                }
+                let mut all = [Arg::I(0); 4 + 6 * SEGS + 2 + NORM_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 all[args.len()] = Arg::I(cfg.stages as i32);
                 all[args.len() + 1] = Arg::I(l.slot as i32);
+                let extra = tma_tail.map_or(&[][..], |a| &a[..]);
+                let n = args.len() + 2 + extra.len();
+                all[args.len() + 2..n].copy_from_slice(extra);
                 gpu.launch_smem(
                     raw(&fns.gemv_multi_tma[k]),
-                    (blocks, 1, 1),
+                    (blocks as u32, 1, 1),
                     32 * l.warps,
                     l.smem,
-                    &all,
+                    &all[..n],
                 )?;
                 self.gemv_tma_launches += 1;
-                return Ok(Some(blocks));
+                return Ok(Some(blocks as u32));
             }
         }
         // The fused launches: one wave, at most the `norm_blocks` partial sums `norm_part`

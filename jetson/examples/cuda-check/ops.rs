@@ -740,12 +740,24 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     };
     p.cu.upload(&[wo]).map_err(|e| e.to_string())?;
     let fuse_default = p.cu.fuse_norm;
-    for (mode, mname) in [
-        (NormFusion::Tail, "tail"),
-        (NormFusion::Split, "split"),
-        (NormFusion::Grid, "grid"),
-    ] {
+    let tma_default = p.cu.gemv_tma;
+    // The register kernels' three forms, then (sm_90) the grid-barrier norm in the bulk-copy
+    // kernel (`gemv_k_multi_tma1_t2_gridnorm`; counted too).
+    let mut modes = vec![
+        (NormFusion::Tail, "tail", None),
+        (NormFusion::Split, "split", None),
+        (NormFusion::Grid, "grid", None),
+    ];
+    if p.cu.gpu().compute_capability().0 >= 9 {
+        modes.push((
+            NormFusion::Grid,
+            "gridtma",
+            Some(glimmer_jetson::TmaGemv::DEFAULT),
+        ));
+    }
+    for (mode, mname, tma) in modes {
         p.cu.fuse_norm = mode;
+        p.cu.gemv_tma = tma;
         for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
             for post in [None, Some(&pt)] {
                 for rows in [1usize, 3, 1] {
@@ -760,12 +772,19 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                     p.poison(nb)?;
                     p.poison(mo)?;
                     let before = p.cu.fused_norms;
-                    p.run(|b| {
-                        b.b_matmul_add_rmsnorm(w, a, rows, y, xr, post, Some(&gt), nb)?;
-                        b.b_matmul(&wt, nb, rows, mo)
-                    })?;
+                    let tma_before = p.cu.gemv_tma_launches;
+                    p.run(|b| b.b_matmul_add_rmsnorm(w, a, rows, y, xr, post, Some(&gt), nb))?;
+                    let tma_launches = p.cu.gemv_tma_launches - tma_before;
+                    p.run(|b| b.b_matmul(&wt, nb, rows, mo))?;
                     let fused = p.cu.fused_norms - before;
                     let want = u64::from(rows == 1);
+                    let want_tma = if tma.is_some() { want } else { 0 };
+                    if tma_launches != want_tma {
+                        println!(
+                            "matmul_add_rmsnorm_{mname}_{wname}_rows{rows}: {tma_launches} bulk-copy launches, expected {want_tma}  FAIL"
+                        );
+                        ok = false;
+                    }
                     let name = format!(
                         "matmul_{}add_rmsnorm_{mname}_{wname}_rows{rows}",
                         if post.is_some() { "norm_" } else { "" }
@@ -784,6 +803,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         }
     }
     p.cu.fuse_norm = fuse_default;
+    p.cu.gemv_tma = tma_default;
     p.put(x, &xv)?;
     p.run(|b| b.b_rmsnorm(x, None, cols, x))?;
     ok &= p.check("rmsnorm_f32_inplace", x, 1e-5)?;
