@@ -531,7 +531,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PAR
 // (stages − 1) whole items in flight while it works on one: 8 warps × 7.5 KiB items × 2
 // slots keep ~60–120 KiB in flight a multiprocessor, against the ~30 KiB the H200 needs by
 // Little's law (4.8 TB/s × ~0.8 µs ÷ 132). The weights are never written by a kernel, so the
-// first `stages` items are asked for before the wait on the previous kernel. The activation
+// first `pre` items of each ring (`TmaGemv::pre`; all `stages` by default) are asked for before
+// the wait on the previous kernel. The activation
 // row is staged in shared memory once a block.
 //
 // Items: segment s owns items [e_{s-1}, e_s) (R rows each; the host passes the ends in
@@ -681,7 +682,7 @@ struct KtNoEp {
 };
 
 template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp>
-__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot, Ep& ep) {
+__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot, int pre, Ep& ep) {
 #if __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) u8 kt_smem[];
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
@@ -721,10 +722,14 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
     if (leader) {
         for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
         mbar_init_fence();
-        for (int j = 0; j < stages && j < mine; ++j) issue(j);
+        for (int j = 0; j < pre && j < mine; ++j) issue(j);
     }
     __syncwarp();
     pdl_begin();
+    // The rest of the first round (`pre` < `stages`: fewer copies compete with the previous
+    // kernels' last loads).
+    if (leader)
+        for (int j = pre; j < stages && j < mine; ++j) issue(j);
     const size_t ar = blockIdx.y;
     {
         const uint4* ga = (const uint4*)(aq + ar * cols);
@@ -780,11 +785,11 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
 // rows: the FFN down projection), each with its probe. At most 24 warps a block, one block a
 // multiprocessor (the ring takes most of its shared memory).
 #define K_TMA_KERNEL(name, R, PROBE, TEAM)                                                                     \
-    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, int stages, u32 slot) {         \
+    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, int stages, u32 slot, int pre) { \
         KtNoEp ep;                                                                                             \
         gemv_k_multi_tma_body<R, PROBE, TEAM>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, \
                                               e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, \
-                                              ep);                                                             \
+                                              pre, ep);                                                        \
     }
 K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1)
 K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1)

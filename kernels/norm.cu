@@ -502,7 +502,7 @@ template <int R> struct KtSumsEp {
 static_assert(KT_NORM_RED + 24 * sizeof(NormSums) <= KT_BAR_BYTES, "the warps' norm sums fit the barrier area");
 
 extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, int stages, u32 slot, float* __restrict__ x,
+    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, int stages, u32 slot, int pre, float* __restrict__ x,
                                   const float* __restrict__ pw, float peps, const float* __restrict__ nw,
                                   float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
                                   NormSums* __restrict__ part, u32* bar) {
@@ -511,7 +511,7 @@ extern "C" __global__ void __launch_bounds__(768, 1)
     ep.x = x;
     ep.pw = pw;
     gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
-                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, ep);
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, pre, ep);
     extern __shared__ __align__(128) u8 kt_smem[];
     NormSums* red = (NormSums*)(kt_smem + KT_NORM_RED);
     const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;

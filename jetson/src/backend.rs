@@ -232,6 +232,11 @@ pub struct TmaGemv {
     /// Warps sharing each ring (1, 2 or 4; above one, items are one row and the team's warps
     /// split its super-blocks).
     pub team: u32,
+    /// How many of each ring's first items are asked for before the wait on the previous
+    /// kernel (1..=stages; 0: all `stages`); the rest right after it. Deeper early copies
+    /// overlap more of the small kernel before the GEMV but compete with the tail of the GEMV
+    /// before that (session 16: three slots, all early, were slower than two).
+    pub pre: u32,
 }
 
 impl TmaGemv {
@@ -246,12 +251,13 @@ impl TmaGemv {
         item_rows: 1,
         min_warps: 1,
         team: 2,
+        pre: 0,
     };
 
     /// `$GLIMMER_GEMV_TMA`: unset or `1`, [`Self::DEFAULT`]; `0`, `None` (every multi-GEMV
     /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM]]]` as
     /// [`Self::parse`] reads it. A value it refuses also gives [`Self::DEFAULT`] (this is a
-    /// measuring knob; `cuda-check bench` prints the launch mode it ran). The backend takes
+    /// measuring knob; `cuda-check bench` prints the setting it ran). The backend takes
     /// the bulk-copy kernels only on compute capability 9.0 and later whatever this says.
     pub fn from_env() -> Option<TmaGemv> {
         Self::from_setting(std::env::var("GLIMMER_GEMV_TMA").ok().as_deref())
@@ -266,9 +272,9 @@ impl TmaGemv {
         }
     }
 
-    /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM]]]` (stages 2..=4,
-    /// warps 1..=24, rows 0..=2, min warps 1..=warps, team 1, 2 or 4 and at most the warps);
-    /// anything else, `None`.
+    /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE]]]]` (stages
+    /// 2..=4, warps 1..=24, rows 0..=2, min warps 1..=warps, team 1, 2 or 4 and at most the
+    /// warps, early items 0..=stages); anything else, `None`.
     pub fn parse(v: &str) -> Option<TmaGemv> {
         let v = v.trim();
         if v == "1" {
@@ -280,12 +286,14 @@ impl TmaGemv {
         let item_rows = it.next().unwrap_or(Some(0))?;
         let min_warps = it.next().unwrap_or(Some(1))?;
         let team = it.next().unwrap_or(Some(1))?;
+        let pre = it.next().unwrap_or(Some(0))?;
         let t = TmaGemv {
             stages,
             max_warps,
             item_rows,
             min_warps,
             team,
+            pre,
         };
         ((2..=4).contains(&stages)
             && (1..=24).contains(&max_warps)
@@ -293,6 +301,7 @@ impl TmaGemv {
             && (1..=max_warps).contains(&min_warps)
             && matches!(team, 1 | 2 | 4)
             && team <= max_warps
+            && pre <= stages
             && it.next().is_none())
         .then_some(t)
     }

@@ -291,13 +291,15 @@ impl CudaBackend {
                 if tma_tail.is_some() {
                     blocks = blocks.min(self.norm_blocks);
                 }
-                let mut all = [Arg::I(0); 4 + 6 * SEGS + 2 + NORM_TAIL_ARGS];
+                let mut all = [Arg::I(0); 4 + 6 * SEGS + 3 + NORM_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 all[args.len()] = Arg::I(cfg.stages as i32);
                 all[args.len() + 1] = Arg::I(l.slot as i32);
+                let pre = if cfg.pre == 0 { cfg.stages } else { cfg.pre };
+                all[args.len() + 2] = Arg::I(pre.min(cfg.stages) as i32);
                 let extra = tma_tail.map_or(&[][..], |a| &a[..]);
-                let n = args.len() + 2 + extra.len();
-                all[args.len() + 2..n].copy_from_slice(extra);
+                let n = args.len() + 3 + extra.len();
+                all[args.len() + 3..n].copy_from_slice(extra);
                 gpu.launch_smem(
                     raw(&fns.gemv_multi_tma[k]),
                     (blocks as u32, 1, 1),
@@ -1307,6 +1309,7 @@ mod tests {
             item_rows: 0,
             min_warps: 1,
             team: 1,
+            pre: 0,
         };
         // 30B shapes: Q4_K rows of 6656 (3744 bytes) take two rows an item and eight warps.
         let l = tma_layout(d, 6656, 3744, OPTIN).unwrap();
@@ -1332,6 +1335,7 @@ mod tests {
                             item_rows,
                             min_warps: 1,
                             team: 1,
+                            pre: 0,
                         };
                         let Some(l) = tma_layout(cfg, cols, rb, OPTIN) else {
                             continue;
@@ -1381,7 +1385,8 @@ mod tests {
                 max_warps: 16,
                 item_rows: 1,
                 min_warps: 8,
-                team: 1
+                team: 1,
+                pre: 0,
             })
         );
         // FFN down in teams of four: six rings, 24 warps.
@@ -1402,6 +1407,14 @@ mod tests {
     fn bulk_copy_setting_parses_or_is_refused() {
         assert_eq!(TmaGemv::parse("1"), Some(TmaGemv::DEFAULT));
         assert_eq!(TmaGemv::parse("2:24:1:1:2"), Some(TmaGemv::DEFAULT));
+        assert_eq!(
+            TmaGemv::parse("3:24:1:1:2:1"),
+            Some(TmaGemv {
+                stages: 3,
+                pre: 1,
+                ..TmaGemv::DEFAULT
+            })
+        );
         // The variable: unset or refused, the default; `0`, off.
         assert_eq!(TmaGemv::from_setting(None), Some(TmaGemv::DEFAULT));
         assert_eq!(TmaGemv::from_setting(Some(" 0 ")), None);
@@ -1417,7 +1430,8 @@ mod tests {
                 max_warps: 16,
                 item_rows: 1,
                 min_warps: 1,
-                team: 1
+                team: 1,
+                pre: 0,
             })
         );
         assert_eq!(
@@ -1427,7 +1441,8 @@ mod tests {
                 max_warps: 8,
                 item_rows: 0,
                 min_warps: 1,
-                team: 1
+                team: 1,
+                pre: 0,
             })
         );
         for bad in [
@@ -1442,7 +1457,8 @@ mod tests {
             "2:8:1:0",
             "2:8:1:1:3",
             "2:1:1:1:2",
-            "2:8:1:1:1:1",
+            "2:8:1:1:1:3",
+            "2:8:1:1:1:1:1",
             "a:b",
         ] {
             assert_eq!(TmaGemv::parse(bad), None, "{bad}");
@@ -1456,6 +1472,7 @@ mod tests {
             item_rows: 1,
             min_warps: 1,
             team: 4,
+            pre: 0,
         }
     }
 }

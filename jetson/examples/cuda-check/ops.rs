@@ -515,16 +515,18 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // with two and one rows an item, two to four slots and 1 to 16 warps. Counted, so a
     // silent fallback fails.
     if p.cu.gpu().compute_capability().0 >= 9 {
-        for (stages, max_warps, item_rows, team) in [
-            (2, 8, 0, 1),
-            (2, 8, 1, 1),
-            (3, 4, 2, 1),
-            (4, 16, 1, 1),
-            (2, 1, 2, 1),
-            (2, 24, 1, 1),
-            (2, 16, 1, 2),
-            (2, 24, 1, 2),
-            (3, 24, 1, 4),
+        // (stages, warps, rows an item, team, items asked for before the wait; 0: all).
+        for (stages, max_warps, item_rows, team, pre) in [
+            (2, 8, 0, 1, 0),
+            (2, 8, 1, 1, 1),
+            (3, 4, 2, 1, 0),
+            (4, 16, 1, 1, 2),
+            (2, 1, 2, 1, 0),
+            (2, 24, 1, 1, 0),
+            (2, 16, 1, 2, 0),
+            (2, 24, 1, 2, 0),
+            (3, 24, 1, 2, 1),
+            (3, 24, 1, 4, 0),
         ] {
             p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
                 stages,
@@ -532,6 +534,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 item_rows,
                 min_warps: 1,
                 team,
+                pre,
             });
             for ws in [
                 &ts.iter().collect::<Vec<_>>()[..],
@@ -539,7 +542,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 &q6[..],
             ] {
                 let label = format!(
-                    "matmul_many{}_tma{stages}x{max_warps}r{item_rows}t{team}",
+                    "matmul_many{}_tma{stages}x{max_warps}r{item_rows}t{team}p{pre}",
                     ws.len()
                 );
                 let before = p.cu.gemv_tma_launches;
