@@ -441,20 +441,31 @@ __device__ __forceinline__ void grid_barrier(u32* bar, u32 n) {
     __syncthreads();
 }
 
+// The grid-barrier norms' second half (gemv_k_multi_gridnorm, gemv_k_multi_tma1_t2_gridnorm):
+// once every block has left its sums in `part` and its rows of y, the barrier, then this
+// block's warps take the 32-value groups blockIdx.x + warp·gridDim.x, ... of the dim values.
+__device__ __forceinline__ void grid_norm_groups(float* __restrict__ x, float* __restrict__ y,
+                                                 const float* __restrict__ pw, float peps,
+                                                 const float* __restrict__ nw, float* __restrict__ nout, int dim,
+                                                 float eps, i8* __restrict__ q, float2* __restrict__ ds,
+                                                 const NormSums* __restrict__ part, u32* bar) {
+    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+    grid_barrier(bar, gridDim.x);
+    const int groups = dim >> 5;
+    for (int g = blockIdx.x + warp * (int)gridDim.x; g < groups; g += warps * (int)gridDim.x) {
+        const int i = 32 * g + lane;
+        norm_sums_value(x, y, pw, peps, nw, nout, dim, eps, q, ds, part, (int)gridDim.x, i, nw ? __ldg(nw + i) : 1.0f,
+                        pw ? __ldg(pw + i) : 1.0f);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(256, 2)
     gemv_k_multi_gridnorm(K_MULTI_PARAMS, float* __restrict__ x, const float* __restrict__ pw, float peps,
                           const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ q,
                           float2* __restrict__ ds, NormSums* __restrict__ part, u32* bar) {
     gemv_k_multi_sums_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2,
                            o2, e2, w3, rb3, n3, t3, o3, pf, x, pw, part);
-    const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
-    grid_barrier(bar, gridDim.x);
-    const int dim = n0, groups = dim >> 5;
-    for (int g = blockIdx.x + warp * (int)gridDim.x; g < groups; g += warps * (int)gridDim.x) {
-        const int i = 32 * g + lane;
-        norm_sums_value(x, o0, pw, peps, nw, nout, dim, eps, q, ds, part, (int)gridDim.x, i, nw ? __ldg(nw + i) : 1.0f,
-                        pw ? __ldg(pw + i) : 1.0f);
-    }
+    grid_norm_groups(x, o0, pw, peps, nw, nout, n0, eps, q, ds, part, bar);
 }
 
 // ---- The grid-barrier norm in the bulk-copy kernel ----
@@ -523,12 +534,6 @@ extern "C" __global__ void __launch_bounds__(768, 1)
         for (int k = 1; k < warps; ++k) t.add(red[k]);
         part[blockIdx.x] = t;
     }
-    grid_barrier(bar, gridDim.x);
-    const int dim = n0, groups = dim >> 5;
-    for (int g = blockIdx.x + warp * (int)gridDim.x; g < groups; g += warps * (int)gridDim.x) {
-        const int i = 32 * g + lane;
-        norm_sums_value(x, o0, pw, peps, nw, nout, dim, eps, q, ds, part, (int)gridDim.x, i, nw ? __ldg(nw + i) : 1.0f,
-                        pw ? __ldg(pw + i) : 1.0f);
-    }
+    grid_norm_groups(x, o0, pw, peps, nw, nout, n0, eps, q, ds, part, bar);
 #endif
 }

@@ -1301,16 +1301,9 @@ mod tests {
 
     #[test]
     fn bulk_copy_rings_fit_shared_memory() {
-        const OPTIN: u32 = 232_448; // Hopper: 227 KiB a block
-                                    // The first shape measured (two slots, eight warps, rows an item by size).
-        let d = TmaGemv {
-            stages: 2,
-            max_warps: 8,
-            item_rows: 0,
-            min_warps: 1,
-            team: 1,
-            pre: 0,
-        };
+        // Hopper: 227 KiB a block.
+        const OPTIN: u32 = 232_448;
+        let d = EIGHT_WARPS;
         // 30B shapes: Q4_K rows of 6656 (3744 bytes) take two rows an item and eight warps.
         let l = tma_layout(d, 6656, 3744, OPTIN).unwrap();
         assert_eq!((l.rows, l.slot, l.warps), (2, 7552, 8));
@@ -1436,14 +1429,7 @@ mod tests {
         );
         assert_eq!(
             TmaGemv::parse("2:8"),
-            Some(TmaGemv {
-                stages: 2,
-                max_warps: 8,
-                item_rows: 0,
-                min_warps: 1,
-                team: 1,
-                pre: 0,
-            })
+            Some(EIGHT_WARPS)
         );
         for bad in [
             "",
@@ -1464,6 +1450,16 @@ mod tests {
             assert_eq!(TmaGemv::parse(bad), None, "{bad}");
         }
     }
+
+    /// The first shape measured (session 15): two slots, eight warps, rows an item by size.
+    const EIGHT_WARPS: TmaGemv = TmaGemv {
+        stages: 2,
+        max_warps: 8,
+        item_rows: 0,
+        min_warps: 1,
+        team: 1,
+        pre: 0,
+    };
 
     fn teams_parsed() -> TmaGemv {
         TmaGemv {
