@@ -1427,10 +1427,7 @@ mod tests {
                 pre: 0,
             })
         );
-        assert_eq!(
-            TmaGemv::parse("2:8"),
-            Some(EIGHT_WARPS)
-        );
+        assert_eq!(TmaGemv::parse("2:8"), Some(EIGHT_WARPS));
         for bad in [
             "",
             "0",
