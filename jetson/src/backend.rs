@@ -202,6 +202,14 @@ pub struct CudaBackend {
     /// How many fused `matmul_add_rmsnorm` launches (any kind) this backend has made
     /// (checks read it to see that the fused path ran).
     pub fused_norms: u64,
+    /// Whether `qkv_attn_inputs` at one row runs as one launch,
+    /// `gemv_k_multi_tma1_t2_qkprep` (the Q/K/V/gate matmuls, a grid barrier, then
+    /// `attn_inputs`' work; where the bulk-copy kernels run with teams of two, as by
+    /// default on compute capability 9.0 and later). `$GLIMMER_FUSE_QK=1` (a measuring knob,
+    /// off by default: written in session 16, not yet run on a GPU).
+    pub fuse_qk: bool,
+    /// How many such one-launch `qkv_attn_inputs` this backend has made (checks read it).
+    pub fused_qk: u64,
 }
 
 /// The default [`CudaBackend::gemv_prefetch`]: `$GLIMMER_GEMV_PREFETCH` as `MAX_MB:BYTES`
@@ -411,6 +419,8 @@ impl CudaBackend {
             gemv_multi_single: true,
             gemv_prefetch: gemv_prefetch_default(),
             fuse_norm: NormFusion::from_env(),
+            fuse_qk: env_on("GLIMMER_FUSE_QK"),
+            fused_qk: 0,
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_tma: TmaGemv::from_env(),
             gemv_tma_launches: 0,

@@ -66,8 +66,9 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_tma2`, `gemv_k_multi_tma1` (two and one rows an item: weights streamed
     /// by bulk copies), their probes (`_probe`: the same copies, no arithmetic), and
     /// `gemv_k_multi_tma1_t2` / `_t4` (one row an item, teams of two / four warps a ring), and
-    /// `gemv_k_multi_tma1_t2_gridnorm` (`_t2` with the grid-barrier norm, kernels/norm.cu).
-    pub gemv_multi_tma: [CudaFunction; 7],
+    /// `gemv_k_multi_tma1_t2_gridnorm` (`_t2` with the grid-barrier norm, kernels/norm.cu),
+    /// and `gemv_k_multi_tma1_t2_qkprep` (`_t2`, then `attn_inputs`, kernels/attn_inputs.cu).
+    pub gemv_multi_tma: [CudaFunction; 8],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -133,6 +134,7 @@ impl Fns {
                 f("gemv_k_multi_tma1_t2")?,
                 f("gemv_k_multi_tma1_t4")?,
                 f("gemv_k_multi_tma1_t2_gridnorm")?,
+                f("gemv_k_multi_tma1_t2_qkprep")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

@@ -49,6 +49,8 @@
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
 //! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
 //! bulk-copy kernel where that runs; [`NormFusion`]),
+//! `GLIMMER_FUSE_QK` (1: the Q/K/V/gate matmuls and `attn_inputs` in one bulk-copy launch,
+//! [`CudaBackend::fuse_qk`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
 //! memory with the bulk-copy unit, `gemv_k_multi_tma*`, on by default; `0`: `gemv_k_multi`
 //! instead; [`TmaGemv`] says how),

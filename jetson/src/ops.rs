@@ -32,7 +32,13 @@ const NORM_SUMS_WARPS: usize = 4;
 /// Arguments `gemv_k_multi_sums` takes after `gemv_k_multi`'s (x, pw, part).
 const NORM_SUMS_ARGS: usize = 3;
 
-/// What a one-matrix `gemv_k_multi` launch does besides the matmul (`matmul_norm_fused`).
+/// Arguments `gemv_k_multi_tma1_t2_qkprep` takes after the bulk-copy kernel's: `attn_inputs`'
+/// 21, then the grid barrier.
+const QK_TAIL_ARGS: usize = 22;
+
+/// What a one-row multi-GEMV launch does besides the matmuls: the norms after a branch
+/// (`matmul_norm_fused`: one matrix) or, with the bulk-copy kernel, `attn_inputs`
+/// (`qkv_attn_inputs`: the Q, K, V and gate matrices).
 #[derive(Clone, Copy)]
 enum NormTail<'a> {
     /// `gemv_k_multi_norm`: its last block runs the norms.
@@ -42,6 +48,9 @@ enum NormTail<'a> {
     /// `gemv_k_multi_gridnorm`: the sums, a grid barrier, then the norms (the tail's
     /// arguments, with the grid barrier in the ticket counter's place).
     Grid(&'a [Arg; NORM_TAIL_ARGS]),
+    /// `gemv_k_multi_tma1_t2_qkprep`: a grid barrier, then `attn_inputs`' work (bulk-copy
+    /// kernels only; elsewhere the launch is refused and the caller runs the two ops).
+    Qk(&'a [Arg; QK_TAIL_ARGS]),
 }
 
 /// The widest row `gemv_k_multi_norm`'s last block normalizes (`MN_VALUES` values for each of
@@ -167,7 +176,9 @@ impl CudaBackend {
         } else {
             2
         };
-        debug_assert!(tail.is_none() || (ws.len() == 1 && rows == 1));
+        debug_assert!(
+            tail.is_none() || rows == 1 && (ws.len() == 1 || matches!(tail, Some(NormTail::Qk(_))))
+        );
         if !(2..=4).contains(&self.gemv_multi)
             || rows == 0
             || rows >= 8
@@ -254,11 +265,13 @@ impl CudaBackend {
         // Blocks of `warps` warps enough for a warp a row pair, at most `resident`.
         let grid = |warps: usize, resident: usize| pairs.div_ceil(warps).min(resident);
         let wave = |per_sm: u32| (per_sm * gpu.sm_count()) as usize;
-        // The bulk-copy kernels: plain one-row launches, and the grid-barrier norm where the
-        // setting has teams of two (`gemv_k_multi_tma1_t2_gridnorm`).
-        let tma_tail = match tail {
+        // The bulk-copy kernels: plain one-row launches, and, where the setting has teams of
+        // two, the grid-barrier norm (`gemv_k_multi_tma1_t2_gridnorm`, kernel 6) or
+        // attn_inputs (`gemv_k_multi_tma1_t2_qkprep`, kernel 7) after the matmuls.
+        let tma_tail: Option<Option<(usize, &[Arg])>> = match tail {
             None => Some(None),
-            Some(NormTail::Grid(a)) if !self.gemv_probe => Some(Some(a)),
+            Some(NormTail::Grid(a)) if !self.gemv_probe => Some(Some((6, &a[..]))),
+            Some(NormTail::Qk(a)) if !self.gemv_probe => Some(Some((7, &a[..]))),
             _ => None,
         };
         let tma = self
@@ -277,7 +290,7 @@ impl CudaBackend {
             if let Some(l) = tma_layout(cfg, cols, max_rb, gpu.smem_optin()) {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
-                    (_, Some(_)) => 6,
+                    (_, Some((k, _))) => k,
                     (2, _) => 4,
                     (4, _) => 5,
                     _ => usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe),
@@ -291,20 +304,29 @@ impl CudaBackend {
                 if tma_tail.is_some() {
                     blocks = blocks.min(self.norm_blocks);
                 }
-                let mut all = [Arg::I(0); 4 + 6 * SEGS + 3 + NORM_TAIL_ARGS];
+                let mut all = [Arg::I(0); 4 + 6 * SEGS + 3 + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 all[args.len()] = Arg::I(cfg.stages as i32);
                 all[args.len() + 1] = Arg::I(l.slot as i32);
                 let pre = if cfg.pre == 0 { cfg.stages } else { cfg.pre };
                 all[args.len() + 2] = Arg::I(pre.min(cfg.stages) as i32);
-                let extra = tma_tail.map_or(&[][..], |a| &a[..]);
+                let extra = tma_tail.map_or(&[][..], |(_, a)| a);
                 let n = args.len() + 3 + extra.len();
                 all[args.len() + 3..n].copy_from_slice(extra);
+                // The Q/K prep's head (MAX_HEAD_DIM floats and a double) reuses the
+                // activation area and the rings after the barrier: at least that much.
+                let smem = if k == 7 {
+                    l.smem
+                        .max(KT_BAR_BYTES + 4 * MAX_HEAD_DIM as u32 + 8)
+                        .min(gpu.smem_optin())
+                } else {
+                    l.smem
+                };
                 gpu.launch_smem(
                     raw(&fns.gemv_multi_tma[k]),
                     (blocks as u32, 1, 1),
                     32 * l.warps,
-                    l.smem,
+                    smem,
                     &all[..n],
                 )?;
                 self.gemv_tma_launches += 1;
@@ -326,6 +348,7 @@ impl CudaBackend {
             Some(NormTail::Tail(a)) => (&fns.gemv_multi_norm.0, fns.gemv_multi_norm.1, a),
             Some(NormTail::Sums(a)) => (&fns.gemv_multi_sums.0, fns.gemv_multi_sums.1, a),
             Some(NormTail::Grid(a)) => (&fns.gemv_multi_gridnorm.0, fns.gemv_multi_gridnorm.1, a),
+            Some(NormTail::Qk(_)) => return Ok(None),
         };
         let mut blocks = grid(wpb, wave(per_sm));
         if tail.is_some() {
@@ -342,6 +365,89 @@ impl CudaBackend {
             &all[..n],
         )?;
         Ok(Some(blocks as u32))
+    }
+
+    /// `attn_inputs`' checks and launch arguments (its positions uploaded), with its block
+    /// size and grid width (one block a head).
+    fn attn_inputs_args(
+        &mut self,
+        p: &QkPrep<'_, '_>,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        positions: &[u32],
+    ) -> Result<([Arg; QK_TAIL_ARGS - 1], u32, u32), CudaError> {
+        let n = positions.len();
+        let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
+        if p.n_head_kv == 0 || !vd.is_multiple_of(p.n_head_kv) {
+            return Err(CudaError::HeadTooWide);
+        }
+        let head_dim_v = vd / p.n_head_kv;
+        if p.head_dim > MAX_HEAD_DIM || head_dim_v > MAX_HEAD_DIM {
+            return Err(CudaError::HeadTooWide);
+        }
+        if n == 0
+            || q.len != n * p.n_head * p.head_dim
+            || k.len != n * kd
+            || p.n_head_kv * p.head_dim != kd
+            || v.len != n * vd
+            || !q.disjoint(k)
+            || !q.disjoint(v)
+            || !k.disjoint(v)
+        {
+            return Err(CudaError::BadRegion);
+        }
+        if positions.iter().any(|&pos| pos as usize >= self.kvl.ctx) {
+            return Err(CudaError::KvRange);
+        }
+        let (norm, qw, kw, eps) = match p.norm {
+            Some((qn, kn, eps)) => {
+                let w = |t: Option<&Tensor<'_>>| match t {
+                    Some(t) => self.norm_weight(t, p.head_dim),
+                    None => Ok(0),
+                };
+                (1, w(qn)?, w(kn)?, eps)
+            }
+            None => (0, 0, 0, 0.0),
+        };
+        let (rope_dim, theta_scale, style) = match p.rope {
+            Some((rd, _, _)) if rd > p.head_dim => return Err(CudaError::BadRegion),
+            Some((rd, base, style)) if rd >= 2 => {
+                let (theta_scale, style) = rope_args(rd, base, style);
+                (rd, theta_scale, style)
+            }
+            _ => (0, 1.0, 0),
+        };
+        let kv = self.kv_args(p.layer)?;
+        self.positions
+            .sync_dev(&self.gpu, positions, self.capturing)?;
+        let (qp, kp, vp) = (self.at(q)?, self.at(k)?, self.at(v)?);
+        let args = [
+            Arg::P(qp),
+            Arg::P(kp),
+            Arg::P(vp),
+            Arg::P(qw),
+            Arg::P(kw),
+            Arg::I(norm),
+            Arg::F(eps),
+            Arg::int(p.n_head)?,
+            Arg::int(p.n_head_kv)?,
+            Arg::int(p.head_dim)?,
+            Arg::int(head_dim_v)?,
+            Arg::int(rope_dim)?,
+            Arg::F(theta_scale),
+            Arg::I(style),
+            kv[0],
+            kv[1],
+            kv[2],
+            kv[3],
+            kv[4],
+            kv[5],
+            Arg::P(self.positions.dev.ptr()),
+        ];
+        let threads = (p.head_dim.max(head_dim_v).div_ceil(32) * 32) as u32;
+        let blocks = (p.n_head + 2 * p.n_head_kv) as u32;
+        Ok((args, threads, blocks))
     }
 
     /// `matmul_add_rmsnorm` with its norms fused into the matmul's launch as
@@ -1021,78 +1127,44 @@ impl Backend for CudaBackend {
         positions: &[u32],
     ) -> Result<(), CudaError> {
         self.qx = None;
-        let n = positions.len();
-        let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
-        if p.n_head_kv == 0 || !vd.is_multiple_of(p.n_head_kv) {
-            return Err(CudaError::HeadTooWide);
-        }
-        let head_dim_v = vd / p.n_head_kv;
-        if p.head_dim > MAX_HEAD_DIM || head_dim_v > MAX_HEAD_DIM {
-            return Err(CudaError::HeadTooWide);
-        }
-        if n == 0
-            || q.len != n * p.n_head * p.head_dim
-            || k.len != n * kd
-            || p.n_head_kv * p.head_dim != kd
-            || v.len != n * vd
-            || !q.disjoint(k)
-            || !q.disjoint(v)
-            || !k.disjoint(v)
-        {
-            return Err(CudaError::BadRegion);
-        }
-        if positions.iter().any(|&pos| pos as usize >= self.kvl.ctx) {
-            return Err(CudaError::KvRange);
-        }
-        let (norm, qw, kw, eps) = match p.norm {
-            Some((qn, kn, eps)) => {
-                let w = |t: Option<&Tensor<'_>>| match t {
-                    Some(t) => self.norm_weight(t, p.head_dim),
-                    None => Ok(0),
-                };
-                (1, w(qn)?, w(kn)?, eps)
-            }
-            None => (0, 0, 0, 0.0),
-        };
-        let (rope_dim, theta_scale, style) = match p.rope {
-            Some((rd, _, _)) if rd > p.head_dim => return Err(CudaError::BadRegion),
-            Some((rd, base, style)) if rd >= 2 => {
-                let (theta_scale, style) = rope_args(rd, base, style);
-                (rd, theta_scale, style)
-            }
-            _ => (0, 1.0, 0),
-        };
-        let kv = self.kv_args(p.layer)?;
-        self.positions
-            .sync_dev(&self.gpu, positions, self.capturing)?;
-        let (qp, kp, vp) = (self.at(q)?, self.at(k)?, self.at(v)?);
-        let args = [
-            Arg::P(qp),
-            Arg::P(kp),
-            Arg::P(vp),
-            Arg::P(qw),
-            Arg::P(kw),
-            Arg::I(norm),
-            Arg::F(eps),
-            Arg::int(p.n_head)?,
-            Arg::int(p.n_head_kv)?,
-            Arg::int(p.head_dim)?,
-            Arg::int(head_dim_v)?,
-            Arg::int(rope_dim)?,
-            Arg::F(theta_scale),
-            Arg::I(style),
-            kv[0],
-            kv[1],
-            kv[2],
-            kv[3],
-            kv[4],
-            kv[5],
-            Arg::P(self.positions.dev.ptr()),
-        ];
-        let threads = (p.head_dim.max(head_dim_v).div_ceil(32) * 32) as u32;
-        let blocks = (p.n_head + 2 * p.n_head_kv) as u32;
+        let (args, threads, blocks) = self.attn_inputs_args(p, q, k, v, positions)?;
         let f = raw(&self.gpu.fns().attn_inputs);
-        self.gpu.launch(f, (blocks, n as u32, 1), threads, &args)
+        self.gpu
+            .launch(f, (blocks, positions.len() as u32, 1), threads, &args)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn qkv_attn_inputs(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        gate: Option<Buf>,
+        p: &QkPrep<'_, '_>,
+        positions: &[u32],
+    ) -> Result<(), CudaError> {
+        let outs = [q, k, v, gate.unwrap_or(v)];
+        let outs = &outs[..3 + usize::from(gate.is_some())];
+        // One launch (`gemv_k_multi_tma1_t2_qkprep`) where asked for and the bulk-copy
+        // kernels run; else the two ops.
+        if self.fuse_qk && positions.len() == 1 && ws.len() == outs.len() {
+            let (a, _, _) = self.attn_inputs_args(p, q, k, v, positions)?;
+            let mut tail = [Arg::I(0); QK_TAIL_ARGS];
+            tail[..QK_TAIL_ARGS - 1].copy_from_slice(&a);
+            tail[QK_TAIL_ARGS - 1] = Arg::P(self.grid_bar.ptr());
+            if self
+                .matmul_multi(ws, x, 1, outs, Some(NormTail::Qk(&tail)))?
+                .is_some()
+            {
+                self.qx = None;
+                self.fused_qk += 1;
+                return Ok(());
+            }
+        }
+        self.matmul_many(ws, x, positions.len(), outs)?;
+        self.attn_inputs(p, q, k, v, positions)
     }
 
     fn matmul_many(

@@ -180,6 +180,28 @@ pub trait Backend {
         Ok(())
     }
 
+    /// A layer's Q, K, V (and output gate) projections of `x` into `q`, `k`, `v` (and
+    /// `gate`), `ws` in that order, then [`Backend::attn_inputs`] on them. The default is
+    /// [`Backend::matmul_many`] then [`Backend::attn_inputs`]; a GPU backend may do both in
+    /// one launch.
+    #[allow(clippy::too_many_arguments)]
+    fn qkv_attn_inputs(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        gate: Option<Buf>,
+        p: &QkPrep<'_, '_>,
+        positions: &[u32],
+    ) -> Result<(), Self::Error> {
+        let outs = [q, k, v, gate.unwrap_or(v)];
+        let n = 3 + usize::from(gate.is_some());
+        self.matmul_many(ws, x, positions.len(), &outs[..n])?;
+        self.attn_inputs(p, q, k, v, positions)
+    }
+
     /// The gated feed-forward input: `gate = act(W_gate · x) · (W_up · x)`, leaving `up` as
     /// scratch. The default is two matmuls and [`Backend::gated_act`]; a backend may compute
     /// matching row ranges of both matrices in one task and apply the activation there.

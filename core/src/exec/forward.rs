@@ -131,12 +131,9 @@ impl Model<'_, '_> {
             if il == 0 {
                 b.rmsnorm(x, Some(&lw.attn_norm), s.n_embd, s.eps, xn)?;
             }
-            // Q, K, V (and Glimmer's output gate) read the same normed input: one call.
+            // Q, K, V (and Glimmer's output gate) read the same normed input: one call, with
+            // the Q/K norms, RoPE and the KV store after it.
             let og = l.ogate.prefix(n * s.n_head * s.head_dim_v);
-            match &lw.attn_gate {
-                Some(g) => b.matmul_many(&[&lw.wq, &lw.wk, &lw.wv, g], xn, n, &[q, k, v, og])?,
-                None => b.matmul_many(&[&lw.wq, &lw.wk, &lw.wv], xn, n, &[q, k, v])?,
-            }
             let prep = QkPrep {
                 layer: il,
                 n_head: s.n_head,
@@ -149,7 +146,16 @@ impl Model<'_, '_> {
                     .layer_uses_rope(il)
                     .then(|| (s.rope_dim, s.rope_base_for(il), s.rope_style)),
             };
-            b.attn_inputs(&prep, q, k, v, positions)?;
+            match &lw.attn_gate {
+                Some(g) => {
+                    let ws = [&lw.wq, &lw.wk, &lw.wv, g];
+                    b.qkv_attn_inputs(&ws, xn, q, k, v, Some(og), &prep, positions)?
+                }
+                None => {
+                    let ws = [&lw.wq, &lw.wk, &lw.wv];
+                    b.qkv_attn_inputs(&ws, xn, q, k, v, None, &prep, positions)?
+                }
+            }
             // gemma3 scales Q before attention (as llama.cpp does); llama scales inside.
             let scale = if s.arch == Arch::Gemma3 {
                 b.scale(q, s.attn_scale)?;

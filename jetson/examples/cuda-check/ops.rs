@@ -180,6 +180,18 @@ trait DynBackend {
         v: Buf,
         pos: &[u32],
     ) -> Result<(), String>;
+    #[allow(clippy::too_many_arguments)]
+    fn b_qkv_attn_inputs(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        gate: Option<Buf>,
+        p: &QkPrep<'_, '_>,
+        pos: &[u32],
+    ) -> Result<(), String>;
     fn b_attention_gated(
         &mut self,
         p: &AttnParams,
@@ -291,6 +303,20 @@ impl<T: Backend> DynBackend for T {
         pos: &[u32],
     ) -> Result<(), String> {
         self.attn_inputs(p, q, k, v, pos)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_qkv_attn_inputs(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        q: Buf,
+        k: Buf,
+        v: Buf,
+        gate: Option<Buf>,
+        p: &QkPrep<'_, '_>,
+        pos: &[u32],
+    ) -> Result<(), String> {
+        self.qkv_attn_inputs(ws, x, q, k, v, gate, p, pos)
             .map_err(|e| format!("{e:?}"))
     }
     fn b_attention_gated(
@@ -1024,5 +1050,88 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
             }
         }
     }
+
+    // The Q/K/V/gate projections and attn_inputs in one call (`qkv_attn_inputs`) at one row,
+    // position 217 (after the rows above), then attention over the cache it stored to: on
+    // sm_90 with `fuse_qk` one launch, `gemv_k_multi_tma1_t2_qkprep` (counted), elsewhere the
+    // two ops; the CPU runs the two ops.
+    let cols = 256;
+    let mats: Vec<(usize, Vec<u8>)> = [N_HEAD * HEAD, kd, kd, N_HEAD * HEAD]
+        .iter()
+        .map(|&r| Ok((r, matrix(rng, GgmlType::Q4_K, r, cols, 0.1)?)))
+        .collect::<Result<_, String>>()?;
+    let ws: Vec<Tensor<'_>> = mats
+        .iter()
+        .enumerate()
+        .map(|(i, (r, d))| Tensor {
+            ty: GgmlType::Q4_K,
+            rows: *r,
+            cols,
+            data: d,
+            id: 4010 + i as u32,
+        })
+        .collect();
+    p.cu.upload(&ws).map_err(|e| e.to_string())?;
+    let wr: Vec<&Tensor<'_>> = ws.iter().collect();
+    let fuse_default = p.cu.fuse_qk;
+    p.cu.fuse_qk = true;
+    let pos = [217u32];
+    for (case, with) in [("normed_rope", true), ("plain", false)] {
+        for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
+            for gated in [true, false] {
+                let prep = QkPrep {
+                    layer,
+                    n_head: N_HEAD,
+                    n_head_kv: N_HEAD_KV,
+                    head_dim: HEAD,
+                    norm: with.then_some((Some(&qt), Some(&kt), 1e-6)),
+                    rope: with.then_some((HEAD / 2, 10000.0, RopeStyle::HalfSplit)),
+                };
+                let (q, k, v) = (buf(A, N_HEAD * HEAD), buf(B, kd), buf(C, kd));
+                let (x, gate) = (buf(D, cols), buf(D + 4096, N_HEAD * HEAD));
+                p.put(x, &rng.vec(cols, 1.0))?;
+                for b in [q, k, v, gate] {
+                    p.poison(b)?;
+                }
+                let n = if gated { 4 } else { 3 };
+                let g = gated.then_some(gate);
+                let before = p.cu.fused_qk;
+                p.run(|b| b.b_qkv_attn_inputs(&wr[..n], x, q, k, v, g, &prep, &pos))?;
+                let tag = format!(
+                    "qkv_attn_inputs_{case}_layer{layer}{}",
+                    if gated { "_gated" } else { "" }
+                );
+                let fused = p.cu.fused_qk - before;
+                let want = u64::from(
+                    p.cu.gpu().compute_capability().0 >= 9
+                        && p.cu.gemv_tma.is_some_and(|t| t.team == 2),
+                );
+                if fused != want {
+                    println!("{tag}: {fused} one-launch calls, expected {want}  FAIL");
+                    ok = false;
+                }
+                let tol = matmul_tol(GgmlType::Q4_K);
+                ok &= p.check(&format!("{tag}_q"), q, tol)?;
+                ok &= p.check(&format!("{tag}_k"), k, tol)?;
+                if gated {
+                    ok &= p.check(&format!("{tag}_gate"), gate, tol)?;
+                }
+                let prm = AttnParams {
+                    layer,
+                    n_head: N_HEAD,
+                    n_head_kv: N_HEAD_KV,
+                    head_dim: HEAD,
+                    head_dim_v: HEAD,
+                    scale: 0.125,
+                    window,
+                };
+                let out = buf(D + 8192, N_HEAD * HEAD);
+                p.poison(out)?;
+                p.run(|b| b.b_attention(&prm, q, &pos, out))?;
+                ok &= p.check(&format!("{tag}_attention"), out, 5e-3)?;
+            }
+        }
+    }
+    p.cu.fuse_qk = fuse_default;
     Ok(ok)
 }
