@@ -287,6 +287,14 @@ struct NormSums {
         bb += o.bb;
         xx += o.xx;
     }
+    // One output row: the matmul's value v, the residual's xo and the post-norm gain pv.
+    __device__ __forceinline__ void add_row(float v, float xo, float pv) {
+        const double b = (double)v * (double)pv;
+        yy += (double)(v * v);
+        xb += (double)xo * b;
+        bb += b * b;
+        xx += (double)xo * (double)xo;
+    }
 };
 
 // The four sums over the rows a thread stores (lane 0 of each warp); x and pw of a pair's rows
@@ -308,14 +316,8 @@ struct SumsEp {
     __device__ __forceinline__ void post(const KSeg& seg, int row0, const float (&v)[2]) {
         if ((threadIdx.x & 31) != 0) return;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            if (row0 + r >= seg.n) continue;
-            const double b = (double)v[r] * (double)pv[r];
-            s.yy += (double)(v[r] * v[r]);
-            s.xb += (double)xo[r] * b;
-            s.bb += b * b;
-            s.xx += (double)xo[r] * (double)xo[r];
-        }
+        for (int r = 0; r < 2; ++r)
+            if (row0 + r < seg.n) s.add_row(v[r], xo[r], pv[r]);
     }
 };
 
@@ -495,14 +497,8 @@ template <int R> struct KtSumsEp {
     }
     __device__ __forceinline__ void post(const KSeg&, int, int nr, const float (&v)[R]) {
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            if (r >= nr) continue;
-            const double b = (double)v[r] * (double)pv[r];
-            s.yy += (double)(v[r] * v[r]);
-            s.xb += (double)xo[r] * b;
-            s.bb += b * b;
-            s.xx += (double)xo[r] * (double)xo[r];
-        }
+        for (int r = 0; r < R; ++r)
+            if (r < nr) s.add_row(v[r], xo[r], pv[r]);
     }
 };
 

@@ -263,7 +263,7 @@ impl TmaGemv {
     };
 
     /// `$GLIMMER_GEMV_TMA`: unset or `1`, [`Self::DEFAULT`]; `0`, `None` (every multi-GEMV
-    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM]]]` as
+    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE]]]]` as
     /// [`Self::parse`] reads it. A value it refuses also gives [`Self::DEFAULT`] (this is a
     /// measuring knob; `cuda-check bench` prints the setting it ran). The backend takes
     /// the bulk-copy kernels only on compute capability 9.0 and later whatever this says.

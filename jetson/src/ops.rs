@@ -1,7 +1,7 @@
 //! [`Backend`] for [`CudaBackend`]: argument checks on the host, then kernel launches on the
 //! device's stream.
 
-use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
+use glimmer_core::exec::{qkv_then_attn_inputs, AttnParams, Backend, Buf, QkPrep};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
@@ -296,12 +296,11 @@ impl CudaBackend {
                     _ => usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe),
                 };
                 // Enough blocks for an item a ring (a team of warps shares one), at most one a
-                // multiprocessor (and, with the norm, at most the partial sums there is room
-                // for: the grid barrier needs every block resident, which one a
-                // multiprocessor is).
+                // multiprocessor (so every block is resident, as the grid barrier needs) and,
+                // with the norm, at most the partial sums there is room for.
                 let rings = (l.warps / cfg.team.max(1)) as usize;
                 let mut blocks = items.div_ceil(rings).min(gpu.sm_count() as usize);
-                if tma_tail.is_some() {
+                if k == 6 {
                     blocks = blocks.min(self.norm_blocks);
                 }
                 let mut all = [Arg::I(0); 4 + 6 * SEGS + 3 + QK_TAIL_ARGS];
@@ -448,6 +447,18 @@ impl CudaBackend {
         let threads = (p.head_dim.max(head_dim_v).div_ceil(32) * 32) as u32;
         let blocks = (p.n_head + 2 * p.n_head_kv) as u32;
         Ok((args, threads, blocks))
+    }
+
+    /// The `attn_inputs` launch of [`Self::attn_inputs_args`]' making, for `rows` rows.
+    fn launch_attn_inputs(
+        &mut self,
+        (args, threads, blocks): &([Arg; QK_TAIL_ARGS - 1], u32, u32),
+        rows: usize,
+    ) -> Result<(), CudaError> {
+        self.qx = None;
+        let f = raw(&self.gpu.fns().attn_inputs);
+        self.gpu
+            .launch(f, (*blocks, rows as u32, 1), *threads, args)
     }
 
     /// `matmul_add_rmsnorm` with its norms fused into the matmul's launch as
@@ -1126,11 +1137,8 @@ impl Backend for CudaBackend {
         v: Buf,
         positions: &[u32],
     ) -> Result<(), CudaError> {
-        self.qx = None;
-        let (args, threads, blocks) = self.attn_inputs_args(p, q, k, v, positions)?;
-        let f = raw(&self.gpu.fns().attn_inputs);
-        self.gpu
-            .launch(f, (blocks, positions.len() as u32, 1), threads, &args)
+        let launch = self.attn_inputs_args(p, q, k, v, positions)?;
+        self.launch_attn_inputs(&launch, positions.len())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1149,22 +1157,24 @@ impl Backend for CudaBackend {
         let outs = &outs[..3 + usize::from(gate.is_some())];
         // One launch (`gemv_k_multi_tma1_t2_qkprep`) where asked for and the bulk-copy
         // kernels run; else the two ops.
-        if self.fuse_qk && positions.len() == 1 && ws.len() == outs.len() {
-            let (a, _, _) = self.attn_inputs_args(p, q, k, v, positions)?;
-            let mut tail = [Arg::I(0); QK_TAIL_ARGS];
-            tail[..QK_TAIL_ARGS - 1].copy_from_slice(&a);
-            tail[QK_TAIL_ARGS - 1] = Arg::P(self.grid_bar.ptr());
-            if self
-                .matmul_multi(ws, x, 1, outs, Some(NormTail::Qk(&tail)))?
-                .is_some()
-            {
-                self.qx = None;
-                self.fused_qk += 1;
-                return Ok(());
-            }
+        if !(self.fuse_qk && positions.len() == 1 && ws.len() == outs.len()) {
+            return qkv_then_attn_inputs(self, ws, x, q, k, v, gate, p, positions);
         }
-        self.matmul_many(ws, x, positions.len(), outs)?;
-        self.attn_inputs(p, q, k, v, positions)
+        let launch = self.attn_inputs_args(p, q, k, v, positions)?;
+        let mut tail = [Arg::I(0); QK_TAIL_ARGS];
+        tail[..QK_TAIL_ARGS - 1].copy_from_slice(&launch.0);
+        tail[QK_TAIL_ARGS - 1] = Arg::P(self.grid_bar.ptr());
+        if self
+            .matmul_multi(ws, x, 1, outs, Some(NormTail::Qk(&tail)))?
+            .is_some()
+        {
+            self.qx = None;
+            self.fused_qk += 1;
+            return Ok(());
+        }
+        // Refused (not a bulk-copy launch): the two ops, with the arguments already made.
+        self.matmul_many(ws, x, 1, outs)?;
+        self.launch_attn_inputs(&launch, 1)
     }
 
     fn matmul_many(

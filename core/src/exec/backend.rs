@@ -196,10 +196,7 @@ pub trait Backend {
         p: &QkPrep<'_, '_>,
         positions: &[u32],
     ) -> Result<(), Self::Error> {
-        let outs = [q, k, v, gate.unwrap_or(v)];
-        let n = 3 + usize::from(gate.is_some());
-        self.matmul_many(ws, x, positions.len(), &outs[..n])?;
-        self.attn_inputs(p, q, k, v, positions)
+        qkv_then_attn_inputs(self, ws, x, q, k, v, gate, p, positions)
     }
 
     /// The gated feed-forward input: `gate = act(W_gate · x) · (W_up · x)`, leaving `up` as
@@ -309,4 +306,24 @@ pub trait Backend {
 
     /// Copies a region back to host memory.
     fn read(&mut self, src: Buf, dst: &mut [f32]) -> Result<(), Self::Error>;
+}
+
+/// [`Backend::qkv_attn_inputs`]' default as two calls, [`Backend::matmul_many`] then
+/// [`Backend::attn_inputs`]: for a backend's own implementation to fall back to.
+#[allow(clippy::too_many_arguments)]
+pub fn qkv_then_attn_inputs<B: Backend + ?Sized>(
+    b: &mut B,
+    ws: &[&Tensor<'_>],
+    x: Buf,
+    q: Buf,
+    k: Buf,
+    v: Buf,
+    gate: Option<Buf>,
+    p: &QkPrep<'_, '_>,
+    positions: &[u32],
+) -> Result<(), B::Error> {
+    let outs = [q, k, v, gate.unwrap_or(v)];
+    let n = 3 + usize::from(gate.is_some());
+    b.matmul_many(ws, x, positions.len(), &outs[..n])?;
+    b.attn_inputs(p, q, k, v, positions)
 }
