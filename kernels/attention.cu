@@ -16,9 +16,32 @@
 // H100 the 30B shape's attention cost fell from 0.79 to 0.55 ms a token; BENCHMARKS.md).
 
 #define ATT_WARPS 4
+#define ATT_THREADS (ATT_WARPS * 32)
 #define MAX_HEAD 256
 // Most splits of one query's keys (the host's decode split count stays below it).
 #define MAX_SPLITS 256
+
+// The shared memory of one attention worker: ATT_WARPS warps that take one (head, split)
+// item at a time (attn_item). attn_split's block is one worker; the bulk-copy output
+// projection with attention in front (gemv_k_multi_tma1_t2_attn*, below) has one a
+// ATT_WARPS warps of its block, each with its own of these after the rings.
+struct AttnSmem {
+    float sq[MAX_HEAD];
+    float wacc[ATT_WARPS][MAX_HEAD];
+    float wm[ATT_WARPS], wl[ATT_WARPS];
+    float wsplit[MAX_SPLITS];
+    float wred[2][ATT_WARPS];
+    u32 last;
+};
+// Bytes a worker's AttnSmem takes in dynamic shared memory (the host's ATT_SMEM, fns.rs).
+#define ATT_SMEM_BYTES 6272
+static_assert(sizeof(AttnSmem) <= ATT_SMEM_BYTES && ATT_SMEM_BYTES % 128 == 0, "a worker's shared memory");
+
+// Synchronizes the ATT_THREADS threads of one worker: named barrier `id` (0 where the worker
+// is the whole block).
+__device__ __forceinline__ void att_sync(int id) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(ATT_THREADS) : "memory");
+}
 
 extern "C" __global__ void kv_store_f16(u16* kv, const u32* __restrict__ slot, u64 slot_stride, u64 k_off,
                                         u64 v_off, int cap, const float* __restrict__ k,
@@ -70,9 +93,9 @@ __device__ __forceinline__ float dot8_f16(uint4 w, const float* q) {
 template <int LPK>
 __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, const u16* vb, int k_dim, int v_dim,
                                                 int cap, int k0, int k1, float scale, float& m, float& l,
-                                                float acc[8]) {
+                                                float acc[8], int t) {
     constexpr int G = 32 / LPK;
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int lane = t & 31, wid = t >> 5;
     const int grp = lane / LPK, sl = lane % LPK;
     float qv[8];
 #pragma unroll
@@ -140,52 +163,52 @@ __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, 
 // Merges the ns partial outputs (part, ml at `base`..) of one query row and head into `out` at
 // `obase`: each split weighs in by exp(m_s - max) / sum. gate (may be null): out *=
 // sigmoid(gate) (`Backend::attention_gated`). q8 / ds8 (may be null): also quantize the head to
-// q8_1 for the output projection; then head_dim_v must be a multiple of 32 (the block is whole
-// warps). The partials come from other blocks: read through L2 (__ldcg), not L1.
+// q8_1 for the output projection; then head_dim_v must be a multiple of 32 (the worker is whole
+// warps). The partials come from other blocks: read through L2 (__ldcg), not L1. Run by one
+// worker: thread t of ATT_THREADS, barrier `bar`, its shared memory `sm`.
 __device__ __forceinline__ void combine_head(const float* part, const float2* ml, int ns, size_t base, int head_dim_v,
                                              size_t obase, float* __restrict__ out, const float* __restrict__ gate,
-                                             i8* __restrict__ q8, float2* __restrict__ ds8) {
+                                             i8* __restrict__ q8, float2* __restrict__ ds8, int t, int bar,
+                                             AttnSmem& sm) {
     // Each load below is issued before any of them is used: the merge is a few L2 round trips,
     // not one a split (a loop over the splits that uses each value as it loads it waits for
     // every load in turn; at 33 splits that was ~30 trips).
-    __shared__ float wsplit[MAX_SPLITS];
-    __shared__ float wred[2][ATT_WARPS];
-    constexpr int PER = MAX_SPLITS / (ATT_WARPS * 32);  // splits a thread holds
-    const int t = threadIdx.x, lane = t & 31, wid = t >> 5;
+    constexpr int PER = MAX_SPLITS / ATT_THREADS;  // splits a thread holds
+    const int lane = t & 31, wid = t >> 5;
     float2 v[PER];
     float mx = NEG_INF;
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
-        const int sp = t + k * ATT_WARPS * 32;
+        const int sp = t + k * ATT_THREADS;
         v[k] = sp < ns ? __ldcg(&ml[base + sp]) : make_float2(NEG_INF, 0.0f);
         mx = fmaxf(mx, v[k].x);
     }
     mx = warp_max(mx);
-    if (lane == 0) wred[0][wid] = mx;
-    __syncthreads();
+    if (lane == 0) sm.wred[0][wid] = mx;
+    att_sync(bar);
 #pragma unroll
-    for (int w = 0; w < ATT_WARPS; ++w) mx = fmaxf(mx, wred[0][w]);
+    for (int w = 0; w < ATT_WARPS; ++w) mx = fmaxf(mx, sm.wred[0][w]);
     float ls = 0.0f;
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
-        const int sp = t + k * ATT_WARPS * 32;
+        const int sp = t + k * ATT_THREADS;
         const float e = v[k].x == NEG_INF ? 0.0f : expf(v[k].x - mx);
-        if (sp < ns) wsplit[sp] = e;
+        if (sp < ns) sm.wsplit[sp] = e;
         ls += v[k].y * e;
     }
     ls = warp_sum(ls);
-    if (lane == 0) wred[1][wid] = ls;
-    __syncthreads();
+    if (lane == 0) sm.wred[1][wid] = ls;
+    att_sync(bar);
     float lsum = 0.0f;
 #pragma unroll
-    for (int w = 0; w < ATT_WARPS; ++w) lsum += wred[1][w];
+    for (int w = 0; w < ATT_WARPS; ++w) lsum += sm.wred[1][w];
     const float inv = 1.0f / lsum;
-    for (int d = t; d < head_dim_v; d += blockDim.x) {
+    for (int d = t; d < head_dim_v; d += ATT_THREADS) {
         const size_t e = obase + d;
         const float gv = gate ? gate[e] : 0.0f;
         float o = 0.0f;
 #pragma unroll 16
-        for (int sp = 0; sp < ns; ++sp) o += __ldcg(&part[(base + sp) * head_dim_v + d]) * wsplit[sp];
+        for (int sp = 0; sp < ns; ++sp) o += __ldcg(&part[(base + sp) * head_dim_v + d]) * sm.wsplit[sp];
         float y = o * inv;
         if (gate) y *= 1.0f / (1.0f + expf(-gv));
         out[e] = y;
@@ -193,23 +216,38 @@ __device__ __forceinline__ void combine_head(const float* part, const float2* ml
     }
 }
 
-extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32)
-attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* __restrict__ slot,
-           u64 slot_stride, u64 k_off, u64 v_off, int cap, const u32* __restrict__ pos, int n_head,
-           int n_head_kv, int head_dim, int head_dim_v, float scale, int window, int max_splits, int min_keys,
-           float* __restrict__ part, float2* __restrict__ ml, u32* __restrict__ done, float* __restrict__ out,
-           const float* __restrict__ gate, i8* __restrict__ q8, float2* __restrict__ ds8) {
-    pdl_begin_small();
-    __shared__ float sq[MAX_HEAD];
-    __shared__ float wacc[ATT_WARPS][MAX_HEAD];
-    __shared__ float wm[ATT_WARPS], wl[ATT_WARPS];
-    const int h = blockIdx.x, sp = blockIdx.y, r = blockIdx.z;
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+// ticket_last (common.cu) for one worker: true in all its threads for the last of `n` to count
+// itself in on `ctr`.
+__device__ __forceinline__ bool att_ticket_last(u32* ctr, u32 n, int t, int bar, AttnSmem& sm) {
+    if (TICKET_FENCE_ALL) __threadfence();
+    att_sync(bar);
+    if (t == 0) {
+        __threadfence();
+        const bool last = atomicAdd(ctr, 1u) == n - 1;
+        if (last) __threadfence();
+        sm.last = last;
+    }
+    att_sync(bar);
+    return sm.last != 0;
+}
+
+#define ATTN_SPLIT_PARAMS                                                                                        \
+    const float *__restrict__ q, const u16 *__restrict__ kv, const u32 *__restrict__ slot, u64 slot_stride,       \
+        u64 k_off, u64 v_off, int cap, const u32 *__restrict__ pos, int n_head, int n_head_kv, int head_dim,       \
+        int head_dim_v, float scale, int window, int max_splits, int min_keys, float *__restrict__ part,           \
+        float2 *__restrict__ ml, u32 *__restrict__ done, float *__restrict__ out, const float *__restrict__ gate, \
+        i8 *__restrict__ q8, float2 *__restrict__ ds8
+
+// Head h, split sp (< the split count for row r's visible length) of row r: the keys of the
+// split, its partial output and (max, sum) into part / ml, and, where it is the last split of
+// the head to finish, the merge (combine_head). One worker (thread t of ATT_THREADS, barrier
+// `bar`, shared memory `sm`); it may take another item after this returns.
+__device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int r, int t, int bar, AttnSmem& sm) {
+    const int lane = t & 31, wid = t >> 5;
     const u32 p = pos[r];
     int first, n;
     visible(p, window, &first, &n);
     const int ns = splits_for(n, max_splits, min_keys);
-    if (sp >= ns) return;
     const int chunk = (n + ns - 1) / ns;
     const int k0 = first + sp * chunk;
     const int k1 = min(first + n, k0 + chunk);
@@ -219,21 +257,21 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
     const u16* kb = base + k_off + (u64)kvh * head_dim;
     const u16* vb = base + v_off + (u64)kvh * head_dim_v;
     const float* qh = q + ((size_t)r * n_head + h) * head_dim;
-    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) sq[d] = round_f16(qh[d]);
-    __syncthreads();
+    for (int d = t; d < head_dim; d += ATT_THREADS) sm.sq[d] = round_f16(qh[d]);
+    att_sync(bar);
 
     // Key rows of 64, 128 or 256 f16 at 16-byte aligned addresses: several lanes a key.
     const bool wide = head_dim == head_dim_v && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
                       ((((size_t)kb | (size_t)vb) & 15) == 0) && (k_dim % 8 == 0) && (v_dim % 8 == 0);
     if (wide) {
         float m, l, a8[8];
-        if (head_dim == 64) split_keys_wide<8>(sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8);
-        else if (head_dim == 128) split_keys_wide<16>(sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8);
-        else split_keys_wide<32>(sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8);
-        if (lane == 0) { wm[wid] = m; wl[wid] = l; }
+        if (head_dim == 64) split_keys_wide<8>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t);
+        else if (head_dim == 128) split_keys_wide<16>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t);
+        else split_keys_wide<32>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t);
+        if (lane == 0) { sm.wm[wid] = m; sm.wl[wid] = l; }
         if (lane < head_dim / 8) {
 #pragma unroll
-            for (int j = 0; j < 8; ++j) wacc[wid][8 * lane + j] = a8[j];
+            for (int j = 0; j < 8; ++j) sm.wacc[wid][8 * lane + j] = a8[j];
         }
     }
     float m = NEG_INF, l = 0.0f;
@@ -244,7 +282,7 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
         const u64 s = (u32)key % (u32)cap;
         const u16* kr = kb + s * (u64)k_dim;
         float dot = 0.0f;
-        for (int d = lane; d < head_dim; d += 32) dot += h2f(kr[d]) * sq[d];
+        for (int d = lane; d < head_dim; d += 32) dot += h2f(kr[d]) * sm.sq[d];
         const float sc = warp_sum(dot) * scale;
         const float mn = fmaxf(m, sc);
         const float c = expf(m - mn);  // 0 on the first key (m = -inf)
@@ -259,38 +297,133 @@ attn_split(const float* __restrict__ q, const u16* __restrict__ kv, const u32* _
         }
     }
     if (!wide) {
-        if (lane == 0) { wm[wid] = m; wl[wid] = l; }
+        if (lane == 0) { sm.wm[wid] = m; sm.wl[wid] = l; }
 #pragma unroll
         for (int i = 0; i < MAX_HEAD / 32; ++i) {
             const int d = lane + 32 * i;
-            if (d < head_dim_v) wacc[wid][d] = acc[i];
+            if (d < head_dim_v) sm.wacc[wid][d] = acc[i];
         }
     }
-    __syncthreads();
+    att_sync(bar);
     float mx = NEG_INF;
 #pragma unroll
-    for (int w = 0; w < ATT_WARPS; ++w) mx = fmaxf(mx, wm[w]);
+    for (int w = 0; w < ATT_WARPS; ++w) mx = fmaxf(mx, sm.wm[w]);
     float f[ATT_WARPS];
     float lsum = 0.0f;
 #pragma unroll
     for (int w = 0; w < ATT_WARPS; ++w) {
-        f[w] = wm[w] == NEG_INF ? 0.0f : expf(wm[w] - mx);
-        lsum += wl[w] * f[w];
+        f[w] = sm.wm[w] == NEG_INF ? 0.0f : expf(sm.wm[w] - mx);
+        lsum += sm.wl[w] * f[w];
     }
     const size_t idx = ((size_t)r * n_head + h) * max_splits + sp;
-    for (int d = threadIdx.x; d < head_dim_v; d += blockDim.x) {
+    for (int d = t; d < head_dim_v; d += ATT_THREADS) {
         float o = 0.0f;
 #pragma unroll
-        for (int w = 0; w < ATT_WARPS; ++w) o += wacc[w][d] * f[w];
+        for (int w = 0; w < ATT_WARPS; ++w) o += sm.wacc[w][d] * f[w];
         part[idx * head_dim_v + d] = o;
     }
-    if (threadIdx.x == 0) ml[idx] = make_float2(mx, lsum);
+    if (t == 0) ml[idx] = make_float2(mx, lsum);
 
     // The last split of this query and head to finish merges all of them (a ticket: each
-    // block's partial is visible before it counts itself in).
+    // worker's partial is visible before it counts itself in). The ticket's barriers also
+    // keep this worker's next item from overwriting sq / wacc while they are read above.
     const size_t qh_idx = (size_t)r * n_head + h;
-    if (!ticket_last(done + qh_idx, (u32)ns)) return;
-    combine_head(part, ml, ns, qh_idx * max_splits, head_dim_v, qh_idx * head_dim_v, out, gate, q8, ds8);
-    if (threadIdx.x == 0) done[qh_idx] = 0;  // ready for the next call (and graph replay)
+    if (!att_ticket_last(done + qh_idx, (u32)ns, t, bar, sm)) return;
+    combine_head(part, ml, ns, qh_idx * max_splits, head_dim_v, qh_idx * head_dim_v, out, gate, q8, ds8, t, bar, sm);
+    if (t == 0) done[qh_idx] = 0;  // ready for the next call (and graph replay)
+    // combine_head's reads of wsplit / wred end before the next item writes them.
+    att_sync(bar);
 }
 
+extern "C" __global__ void __launch_bounds__(ATT_THREADS) attn_split(ATTN_SPLIT_PARAMS) {
+    pdl_begin_small();
+    __shared__ AttnSmem sm;
+    const int h = blockIdx.x, sp = blockIdx.y, r = blockIdx.z;
+    int first, n;
+    visible(pos[r], window, &first, &n);
+    if (sp >= splits_for(n, max_splits, min_keys)) return;
+    attn_item(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v, scale,
+              window, max_splits, min_keys, part, ml, done, out, gate, q8, ds8, h, sp, r, threadIdx.x, 0, sm);
+}
+
+// ---- Attention in front of the output projection (one launch) ----
+// gemv_k_multi_tma1_t2 (the default bulk-copy shape) over the output projection of one row,
+// with the layer's attention in front of it: each block issues its first weight copies (they
+// do not depend on attention), waits on the previous kernel, then its workers of ATT_WARPS
+// warps take (head, split) items blockIdx.x + worker·gridDim.x, ... exactly as attn_split's
+// blocks do (the last split of a head merges it and quantizes it to q8_1 into aq / ads), a
+// grid barrier (grid_barrier, norm.cu: the grid is one resident wave), and then the matmul
+// reads that row through L2. The attention launch and its boundary go, and the projection's
+// first copies are in flight while attention runs. Arguments: the bulk-copy kernel's,
+// attn_split's (q8 / ds8 are aq / ads), then the barrier; `_gridnorm` then has
+// gemv_k_multi_tma1_t2_gridnorm's tail (the barrier last, used twice). Each worker's AttnSmem
+// lies after the rings. ($GLIMMER_FUSE_ATTN=1, off by default.)
+// Status: written in session 17; see BENCHMARKS.md for whether it has run on a GPU.
+struct KtAttnPro {
+    static constexpr bool fresh = true;
+    const float* q;
+    const u16* kv;
+    const u32* slot;
+    u64 slot_stride, k_off, v_off;
+    int cap;
+    const u32* pos;
+    int n_head, n_head_kv, head_dim, head_dim_v;
+    float scale;
+    int window, max_splits, min_keys;
+    float* part;
+    float2* ml;
+    u32* done;
+    float* out;
+    const float* gate;
+    i8* q8;
+    float2* ds8;
+    AttnSmem* sm;
+    u32* bar;
+    __device__ __forceinline__ void run() const {
+        const int workers = (int)blockDim.x / ATT_THREADS, w = (int)threadIdx.x / ATT_THREADS;
+        if (w < workers) {
+            int first, n;
+            visible(pos[0], window, &first, &n);
+            const int items = n_head * splits_for(n, max_splits, min_keys);
+            for (int i = w * (int)gridDim.x + (int)blockIdx.x; i < items; i += workers * (int)gridDim.x)
+                attn_item(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v,
+                          scale, window, max_splits, min_keys, part, ml, done, out, gate, q8, ds8, i % n_head,
+                          i / n_head, 0, (int)threadIdx.x % ATT_THREADS, 1 + w, sm[w]);
+        }
+        grid_barrier(bar, gridDim.x);
+    }
+};
+
+// The KtAttnPro of a launch: its arguments, and the workers' shared memory after the rings of
+// (blockDim.x / 32 / 2) teams of `stages` slots of `slot_bytes`.
+#define KT_ATTN_PRO(bar_)                                                                                          \
+    const KtAttnPro pro = {q,      kv,         slot,  slot_stride, k_off,      v_off,    cap,  pos,  n_head,        \
+                           n_head_kv, head_dim, head_dim_v, scale,  window,    max_splits, min_keys, part, ml, done, \
+                           out,    gate,       q8,    ds8,                                                         \
+                           (AttnSmem*)(kt_smem_base() + kt_ring_off(cols) +                                               \
+                                       (u32)(((int)blockDim.x >> 6) * stages) * slot_bytes),                       \
+                           bar_}
+
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma1_t2_attn(K_MULTI_PARAMS, int stages, u32 slot_bytes, int pre, ATTN_SPLIT_PARAMS, u32* bar) {
+#if __CUDA_ARCH__ >= 900
+    KT_ATTN_PRO(bar);
+    KtNoEp ep;
+    gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot_bytes, pre, ep, pro);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma1_t2_attn_gridnorm(K_MULTI_PARAMS, int stages, u32 slot_bytes, int pre, ATTN_SPLIT_PARAMS,
+                                       float* __restrict__ x, const float* __restrict__ pw, float peps,
+                                       const float* __restrict__ nw, float* __restrict__ nout, float eps,
+                                       i8* __restrict__ nq, float2* __restrict__ nds, NormSums* __restrict__ npart,
+                                       u32* bar) {
+#if __CUDA_ARCH__ >= 900
+    KT_ATTN_PRO(bar);
+    tma_gridnorm_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
+                      w3, rb3, n3, t3, o3, pf, stages, slot_bytes, pre, x, pw, peps, nw, nout, eps, nq, nds, npart,
+                      bar, pro);
+#endif
+}

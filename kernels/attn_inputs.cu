@@ -96,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(768, 1)
     gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot_bytes, pre, ep);
     grid_barrier(bar, gridDim.x);
-    extern __shared__ __align__(128) u8 kt_smem[];
+    u8* kt_smem = kt_smem_base();
     float* hs = (float*)(kt_smem + KT_BAR_BYTES);
     double* part = (double*)(kt_smem + KT_BAR_BYTES + 4 * MAX_HEAD);
     const int heads = n_head + 2 * n_head_kv;

@@ -681,10 +681,34 @@ struct KtNoEp {
     template <int R> __device__ __forceinline__ void post(const KSeg&, int, int, const float (&)[R]) {}
 };
 
-template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp>
-__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot, int pre, Ep& ep) {
-#if __CUDA_ARCH__ >= 900
+// What the bulk-copy body runs once its first copies are issued and the previous kernel is
+// waited on, before it loads its activation row: nothing, or grid-wide work that ends in a grid
+// barrier (the attention of gemv_k_multi_tma1_t2_attn*, attention.cu). `fresh`: that work
+// wrote the activation row in this launch, so it is read through L2 (__ldcg), not the
+// read-only path.
+struct KtNoPro {
+    static constexpr bool fresh = false;
+    __device__ __forceinline__ void run() const {}
+};
+
+// The bulk-copy kernels' dynamic shared memory (for code outside the body that lays its own
+// data after the body's).
+__device__ __forceinline__ u8* kt_smem_base() {
     extern __shared__ __align__(128) u8 kt_smem[];
+    return kt_smem;
+}
+
+// Where the bulk-copy body's rings start in its dynamic shared memory: after the mbarrier area
+// and the activation row (80 bytes for each 64 int8 values, then cols / 32 (d, d·sum) pairs).
+__device__ __forceinline__ u32 kt_ring_off(int cols) {
+    return KT_BAR_BYTES + ((kt_act_bytes(cols) + ((u32)cols >> 2) + 127u) & ~127u);
+}
+
+template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp, class Pro = KtNoPro>
+__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot, int pre, Ep& ep,
+                                                      const Pro& pro = Pro()) {
+#if __CUDA_ARCH__ >= 900
+    u8* kt_smem = kt_smem_base();
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -699,8 +723,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
     float* red = (float*)(kt_smem + 8 * 4 * 24) + team * (2 * TEAM * R);
     u8* sa = kt_smem + KT_BAR_BYTES;
     float2* sd = (float2*)(sa + kt_act_bytes(cols));
-    u8* ring = kt_smem + KT_BAR_BYTES + ((kt_act_bytes(cols) + ((u32)cols >> 2) + 127u) & ~127u) +
-               (u32)(team * stages) * slot;
+    u8* ring = kt_smem + kt_ring_off(cols) + (u32)(team * stages) * slot;
     const int mine = first < items ? (items - first + stride - 1) / stride : 0;
     const bool leader = tw == 0 && lane == 0;
     // Item j of this team: its segment, first row and rows.
@@ -730,12 +753,14 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
     // kernels' last loads).
     if (leader)
         for (int j = pre; j < stages && j < mine; ++j) issue(j);
+    pro.run();
     const size_t ar = blockIdx.y;
     {
         const uint4* ga = (const uint4*)(aq + ar * cols);
         const float2* gd = ads + ar * (cols >> 5);
-        for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x) *(uint4*)(sa + kt_pa(16u * i)) = __ldg(ga + i);
-        for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = __ldg(gd + i);
+        for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x)
+            *(uint4*)(sa + kt_pa(16u * i)) = Pro::fresh ? __ldcg(ga + i) : __ldg(ga + i);
+        for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = Pro::fresh ? __ldcg(gd + i) : __ldg(gd + i);
     }
     // Also orders the barriers' initialization before any other warp of a team waits on them.
     __syncthreads();

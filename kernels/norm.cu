@@ -508,18 +508,21 @@ template <int R> struct KtSumsEp {
 #define KT_NORM_RED 1280
 static_assert(KT_NORM_RED + 24 * sizeof(NormSums) <= KT_BAR_BYTES, "the warps' norm sums fit the barrier area");
 
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, int stages, u32 slot, int pre, float* __restrict__ x,
-                                  const float* __restrict__ pw, float peps, const float* __restrict__ nw,
-                                  float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
-                                  NormSums* __restrict__ part, u32* bar) {
+// gemv_k_multi_tma1_t2_gridnorm's work, with `pro` in front of the matmuls (KtNoPro, or the
+// attention of gemv_k_multi_tma1_t2_attn_gridnorm, attention.cu).
+template <class Pro>
+__device__ __forceinline__ void tma_gridnorm_body(K_MULTI_PARAMS, int stages, u32 slot, int pre, float* __restrict__ x,
+                                                  const float* __restrict__ pw, float peps,
+                                                  const float* __restrict__ nw, float* __restrict__ nout, float eps,
+                                                  i8* __restrict__ q, float2* __restrict__ ds,
+                                                  NormSums* __restrict__ part, u32* bar, const Pro& pro) {
 #if __CUDA_ARCH__ >= 900
     KtSumsEp<1> ep;
     ep.x = x;
     ep.pw = pw;
     gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
-                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, pre, ep);
-    extern __shared__ __align__(128) u8 kt_smem[];
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, pre, ep, pro);
+    u8* kt_smem = kt_smem_base();
     NormSums* red = (NormSums*)(kt_smem + KT_NORM_RED);
     const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
     // Only each team's first warp has stored rows; the others' sums are zero.
@@ -532,4 +535,14 @@ extern "C" __global__ void __launch_bounds__(768, 1)
     }
     grid_norm_groups(x, o0, pw, peps, nw, nout, n0, eps, q, ds, part, bar);
 #endif
+}
+
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, int stages, u32 slot, int pre, float* __restrict__ x,
+                                  const float* __restrict__ pw, float peps, const float* __restrict__ nw,
+                                  float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
+                                  NormSums* __restrict__ part, u32* bar) {
+    tma_gridnorm_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
+                      w3, rb3, n3, t3, o3, pf, stages, slot, pre, x, pw, peps, nw, nout, eps, q, ds, part, bar,
+                      KtNoPro());
 }

@@ -210,6 +210,15 @@ pub struct CudaBackend {
     pub fuse_qk: bool,
     /// How many such one-launch `qkv_attn_inputs` this backend has made (checks read it).
     pub fused_qk: u64,
+    /// Whether `attention_project` at one row runs attention in front of the output
+    /// projection in one launch, `gemv_k_multi_tma1_t2_attn` (or, with
+    /// [`NormFusion::Grid`], `gemv_k_multi_tma1_t2_attn_gridnorm`, the norms after it too):
+    /// where the bulk-copy kernels run with teams of two, as by default on compute capability
+    /// 9.0 and later. `$GLIMMER_FUSE_ATTN=1` (a measuring knob, off by default: written in
+    /// session 17).
+    pub fuse_attn: bool,
+    /// How many such one-launch `attention_project` this backend has made (checks read it).
+    pub fused_attn: u64,
 }
 
 /// The default [`CudaBackend::gemv_prefetch`]: `$GLIMMER_GEMV_PREFETCH` as `MAX_MB:BYTES`
@@ -421,6 +430,8 @@ impl CudaBackend {
             fuse_norm: NormFusion::from_env(),
             fuse_qk: env_on("GLIMMER_FUSE_QK"),
             fused_qk: 0,
+            fuse_attn: env_on("GLIMMER_FUSE_ATTN"),
+            fused_attn: 0,
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_tma: TmaGemv::from_env(),
             gemv_tma_launches: 0,

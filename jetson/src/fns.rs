@@ -35,6 +35,10 @@ pub(crate) const MULTI_THREADS: u32 = 256;
 /// stages × 8 bytes, then the teams' partial sums, rounded up).
 pub(crate) const KT_BAR_BYTES: u32 = 2048;
 
+/// Bytes of dynamic shared memory each attention worker (four warps) of
+/// `gemv_k_multi_tma1_t2_attn*` takes after the rings (`ATT_SMEM_BYTES`, kernels/attention.cu).
+pub(crate) const ATT_SMEM: u32 = 6272;
+
 /// Every kernel, by op.
 pub(crate) struct Fns {
     pub quantize_q8_1: CudaFunction,
@@ -67,8 +71,10 @@ pub(crate) struct Fns {
     /// by bulk copies), their probes (`_probe`: the same copies, no arithmetic), and
     /// `gemv_k_multi_tma1_t2` / `_t4` (one row an item, teams of two / four warps a ring), and
     /// `gemv_k_multi_tma1_t2_gridnorm` (`_t2` with the grid-barrier norm, kernels/norm.cu),
-    /// and `gemv_k_multi_tma1_t2_qkprep` (`_t2`, then `attn_inputs`, kernels/attn_inputs.cu).
-    pub gemv_multi_tma: [CudaFunction; 8],
+    /// `gemv_k_multi_tma1_t2_qkprep` (`_t2`, then `attn_inputs`, kernels/attn_inputs.cu),
+    /// and `gemv_k_multi_tma1_t2_attn` / `_attn_gridnorm` (attention, a grid barrier, then
+    /// `_t2`, and then the grid-barrier norm in the second; kernels/attention.cu).
+    pub gemv_multi_tma: [CudaFunction; 10],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -135,6 +141,8 @@ impl Fns {
                 f("gemv_k_multi_tma1_t4")?,
                 f("gemv_k_multi_tma1_t2_gridnorm")?,
                 f("gemv_k_multi_tma1_t2_qkprep")?,
+                f("gemv_k_multi_tma1_t2_attn")?,
+                f("gemv_k_multi_tma1_t2_attn_gridnorm")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

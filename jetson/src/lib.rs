@@ -51,6 +51,8 @@
 //! bulk-copy kernel where that runs; [`NormFusion`]),
 //! `GLIMMER_FUSE_QK` (1: the Q/K/V/gate matmuls and `attn_inputs` in one bulk-copy launch,
 //! [`CudaBackend::fuse_qk`]),
+//! `GLIMMER_FUSE_ATTN` (1: attention in front of the output projection in one bulk-copy
+//! launch, [`CudaBackend::fuse_attn`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
 //! memory with the bulk-copy unit, `gemv_k_multi_tma*`, on by default; `0`: `gemv_k_multi`
 //! instead; [`TmaGemv`] says how),

@@ -1,12 +1,14 @@
 //! [`Backend`] for [`CudaBackend`]: argument checks on the host, then kernel launches on the
 //! device's stream.
 
-use glimmer_core::exec::{qkv_then_attn_inputs, AttnParams, Backend, Buf, QkPrep};
+use glimmer_core::exec::{
+    attend_then_project, qkv_then_attn_inputs, AttnParams, Backend, Buf, QkPrep,
+};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
 use crate::backend::{CudaBackend, NormFusion, TmaGemv, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
-use crate::fns::{gemv_index, raw, KT_BAR_BYTES, MULTI_THREADS};
+use crate::fns::{gemv_index, raw, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
 
@@ -35,6 +37,21 @@ const NORM_SUMS_ARGS: usize = 3;
 /// Arguments `gemv_k_multi_tma1_t2_qkprep` takes after the bulk-copy kernel's: `attn_inputs`'
 /// 21, then the grid barrier.
 const QK_TAIL_ARGS: usize = 22;
+
+/// Arguments of `attn_split`, which `gemv_k_multi_tma1_t2_attn*` also take after the bulk-copy
+/// kernel's.
+const ATT_ARGS: usize = 23;
+
+/// An `attn_split` launch ([`CudaBackend::attn_args`]): its arguments and grid, and where it
+/// leaves its output (`rows` rows of `cols`, quantized into `aq`/`ads` too where `q8`).
+struct AttnLaunch {
+    args: [Arg; ATT_ARGS],
+    grid: (u32, u32, u32),
+    out: u64,
+    rows: usize,
+    cols: usize,
+    q8: bool,
+}
 
 /// What a one-row multi-GEMV launch does besides the matmuls: the norms after a branch
 /// (`matmul_norm_fused`: one matrix) or, with the bulk-copy kernel, `attn_inputs`
@@ -169,9 +186,10 @@ impl CudaBackend {
         rows: usize,
         outs: &[Buf],
         tail: Option<NormTail<'_>>,
+        head: Option<&[Arg; ATT_ARGS]>,
     ) -> Result<Option<u32>, CudaError> {
         const SEGS: usize = 4;
-        let fewest = if self.gemv_multi_single || tail.is_some() {
+        let fewest = if self.gemv_multi_single || tail.is_some() || head.is_some() {
             1
         } else {
             2
@@ -179,6 +197,15 @@ impl CudaBackend {
         debug_assert!(
             tail.is_none() || rows == 1 && (ws.len() == 1 || matches!(tail, Some(NormTail::Qk(_))))
         );
+        // Attention in front: one row of one matrix, and the bulk-copy kernels only.
+        if head.is_some()
+            && (rows != 1
+                || ws.len() != 1
+                || self.gemv_probe
+                || !matches!(tail, None | Some(NormTail::Grid(_))))
+        {
+            return Ok(None);
+        }
         if !(2..=4).contains(&self.gemv_multi)
             || rows == 0
             || rows >= 8
@@ -216,7 +243,10 @@ impl CudaBackend {
             }
         }
         let xp = self.at(x)?;
-        self.quantize_input(xp, rows, cols)?;
+        // With attention in front, the launch itself writes the quantized row.
+        if head.is_none() {
+            self.quantize_input(xp, rows, cols)?;
+        }
         let mut args = [Arg::I(0); 4 + 6 * SEGS];
         args[0] = Arg::int(cols)?;
         args[1] = Arg::P(self.aq.ptr());
@@ -267,16 +297,23 @@ impl CudaBackend {
         let wave = |per_sm: u32| (per_sm * gpu.sm_count()) as usize;
         // The bulk-copy kernels: plain one-row launches, and, where the setting has teams of
         // two, the grid-barrier norm (`gemv_k_multi_tma1_t2_gridnorm`, kernel 6) or
-        // attn_inputs (`gemv_k_multi_tma1_t2_qkprep`, kernel 7) after the matmuls.
-        let tma_tail: Option<Option<(usize, &[Arg])>> = match tail {
-            None => Some(None),
-            Some(NormTail::Grid(a)) if !self.gemv_probe => Some(Some((6, &a[..]))),
-            Some(NormTail::Qk(a)) if !self.gemv_probe => Some(Some((7, &a[..]))),
+        // attn_inputs (`gemv_k_multi_tma1_t2_qkprep`, kernel 7) after the matmuls, or
+        // attention in front of them (`gemv_k_multi_tma1_t2_attn`, kernel 8, with the
+        // grid-barrier norm after them `_attn_gridnorm`, kernel 9).
+        let bar = [Arg::P(self.grid_bar.ptr())];
+        let tma_tail: Option<Option<(usize, &[Arg])>> = match (tail, head) {
+            (None, None) => Some(None),
+            (None, Some(_)) => Some(Some((8, &bar[..]))),
+            (Some(NormTail::Grid(a)), Some(_)) => Some(Some((9, &a[..]))),
+            (Some(NormTail::Grid(a)), None) if !self.gemv_probe => Some(Some((6, &a[..]))),
+            (Some(NormTail::Qk(a)), None) if !self.gemv_probe => Some(Some((7, &a[..]))),
             _ => None,
         };
         let tma = self
             .gemv_tma
             .filter(|c| matches!(tma_tail, Some(None)) || c.team == 2);
+        // The attention workers' shared memory (four warps each) lies after the rings.
+        let att_room = if head.is_some() { 6 * ATT_SMEM } else { 0 };
         if let (Some(tma_tail), 1, Some(cfg), true) =
             (tma_tail, rows, tma, gpu.compute_capability().0 >= 9)
         {
@@ -287,7 +324,11 @@ impl CudaBackend {
             } else {
                 cfg
             };
-            if let Some(l) = tma_layout(cfg, cols, max_rb, gpu.smem_optin()) {
+            let fits = gpu.smem_optin().checked_sub(att_room);
+            if let Some(l) = fits
+                .and_then(|optin| tma_layout(cfg, cols, max_rb, optin))
+                .filter(|l| head.is_none() || l.warps >= 4)
+            {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
                     (_, Some((k, _))) => k,
@@ -300,26 +341,32 @@ impl CudaBackend {
                 // with the norm, at most the partial sums there is room for.
                 let rings = (l.warps / cfg.team.max(1)) as usize;
                 let mut blocks = items.div_ceil(rings).min(gpu.sm_count() as usize);
-                if k == 6 {
+                if k == 6 || k == 9 {
                     blocks = blocks.min(self.norm_blocks);
                 }
-                let mut all = [Arg::I(0); 4 + 6 * SEGS + 3 + QK_TAIL_ARGS];
+                let mut all = [Arg::I(0); 4 + 6 * SEGS + 3 + ATT_ARGS + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 all[args.len()] = Arg::I(cfg.stages as i32);
                 all[args.len() + 1] = Arg::I(l.slot as i32);
                 let pre = if cfg.pre == 0 { cfg.stages } else { cfg.pre };
                 all[args.len() + 2] = Arg::I(pre.min(cfg.stages) as i32);
+                let mut n = args.len() + 3;
+                if let Some(h) = head {
+                    all[n..n + ATT_ARGS].copy_from_slice(h);
+                    n += ATT_ARGS;
+                }
                 let extra = tma_tail.map_or(&[][..], |(_, a)| a);
-                let n = args.len() + 3 + extra.len();
-                all[args.len() + 3..n].copy_from_slice(extra);
+                all[n..n + extra.len()].copy_from_slice(extra);
+                n += extra.len();
                 // The Q/K prep's head (MAX_HEAD_DIM floats and a double) reuses the
                 // activation area and the rings after the barrier: at least that much.
-                let smem = if k == 7 {
-                    l.smem
+                let smem = match k {
+                    7 => l
+                        .smem
                         .max(KT_BAR_BYTES + 4 * MAX_HEAD_DIM as u32 + 8)
-                        .min(gpu.smem_optin())
-                } else {
-                    l.smem
+                        .min(gpu.smem_optin()),
+                    8 | 9 => l.smem + l.warps / 4 * ATT_SMEM,
+                    _ => l.smem,
                 };
                 gpu.launch_smem(
                     raw(&fns.gemv_multi_tma[k]),
@@ -331,6 +378,9 @@ impl CudaBackend {
                 self.gemv_tma_launches += 1;
                 return Ok(Some(blocks as u32));
             }
+        }
+        if head.is_some() {
+            return Ok(None);
         }
         // The fused launches: one wave, at most the `norm_blocks` partial sums `norm_part`
         // holds.
@@ -466,7 +516,8 @@ impl CudaBackend {
     /// then `norm_sums_q8_f32`, or `gemv_k_multi_gridnorm` alone. Where it qualifies: one row of a Q4_K / Q6_K matrix whose
     /// output is the model width (a multiple of 32; for the tail, at most
     /// [`NORM_TAIL_MAX_DIM`] wide); every region distinct. Returns `Ok(false)` having
-    /// launched nothing otherwise.
+    /// launched nothing otherwise. `head`: attention in front of the matmul in the same
+    /// launch (`gemv_k_multi_tma1_t2_attn_gridnorm`; the grid form only).
     #[allow(clippy::too_many_arguments)]
     fn matmul_norm_fused(
         &mut self,
@@ -480,6 +531,7 @@ impl CudaBackend {
         dim: usize,
         eps: f32,
         out: Buf,
+        head: Option<&[Arg; ATT_ARGS]>,
     ) -> Result<bool, CudaError> {
         let regions = [a, y, x, out];
         let distinct = regions
@@ -488,6 +540,7 @@ impl CudaBackend {
             .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)));
         let mode = self.fuse_norm;
         if mode == NormFusion::Off
+            || (head.is_some() && mode != NormFusion::Grid)
             || rows != 1
             || w.rows != dim
             || !dim.is_multiple_of(32)
@@ -537,13 +590,16 @@ impl CudaBackend {
             } else {
                 NormTail::Tail(&tail)
             };
-            if self.matmul_multi(&[w], a, rows, &[y], Some(how))?.is_none() {
+            if self
+                .matmul_multi(&[w], a, rows, &[y], Some(how), head)?
+                .is_none()
+            {
                 return Ok(false);
             }
         } else {
             let sums = [Arg::P(xp), Arg::P(pw), Arg::P(part)];
             let Some(blocks) =
-                self.matmul_multi(&[w], a, rows, &[y], Some(NormTail::Sums(&sums)))?
+                self.matmul_multi(&[w], a, rows, &[y], Some(NormTail::Sums(&sums)), None)?
             else {
                 return Ok(false);
             };
@@ -794,14 +850,16 @@ impl CudaBackend {
     }
 
     /// Attention, gated by `sigmoid(gate)` when `gate` is given.
-    fn attend(
+    /// Attention's checks and `attn_split` arguments (its positions uploaded), or `None` for
+    /// no rows. `aq`/`ads` no longer hold any row's quantization after this.
+    fn attn_args(
         &mut self,
         p: &AttnParams,
         q: Buf,
         positions: &[u32],
         gate: Option<Buf>,
         out: Buf,
-    ) -> Result<(), CudaError> {
+    ) -> Result<Option<AttnLaunch>, CudaError> {
         self.qx = None;
         if p.head_dim > MAX_HEAD_DIM
             || p.head_dim_v > MAX_HEAD_DIM
@@ -814,6 +872,9 @@ impl CudaBackend {
         if q.len != rows * p.n_head * p.head_dim || out.len != rows * p.n_head * p.head_dim_v {
             return Err(CudaError::BadRegion);
         }
+        if gate.is_some_and(|g| g.len != out.len || !g.disjoint(out)) {
+            return Err(CudaError::BadRegion);
+        }
         if p.n_head_kv * p.head_dim != self.kvl.k_dim
             || p.n_head_kv * p.head_dim_v != self.kvl.v_dim
         {
@@ -824,7 +885,7 @@ impl CudaBackend {
             return Err(CudaError::TooLarge);
         }
         if rows == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let kv = self.kv_args(p.layer)?;
         let max_pos = positions.iter().copied().max().unwrap_or(0) as usize;
@@ -864,8 +925,7 @@ impl CudaBackend {
             Some(g) => self.at(g)?,
             None => 0,
         };
-        let fns = self.gpu.fns();
-        let split_args = [
+        let args = [
             Arg::P(qp),
             kv[0],
             kv[1],
@@ -890,16 +950,38 @@ impl CudaBackend {
             Arg::P(aq),
             Arg::P(ads),
         ];
-        self.gpu.launch(
-            raw(&fns.attn_split),
-            (p.n_head as u32, splits as u32, rows as u32),
-            128,
-            &split_args,
-        )?;
-        if q8 {
-            self.qx = Some((op, rows, cols));
+        Ok(Some(AttnLaunch {
+            args,
+            grid: (p.n_head as u32, splits as u32, rows as u32),
+            out: op,
+            rows,
+            cols,
+            q8,
+        }))
+    }
+
+    /// The `attn_split` launch of [`Self::attn_args`]' making.
+    fn launch_attn(&mut self, a: &AttnLaunch) -> Result<(), CudaError> {
+        self.gpu
+            .launch(raw(&self.gpu.fns().attn_split), a.grid, 128, &a.args)?;
+        if a.q8 {
+            self.qx = Some((a.out, a.rows, a.cols));
         }
         Ok(())
+    }
+
+    fn attend(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        gate: Option<Buf>,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        match self.attn_args(p, q, positions, gate, out)? {
+            Some(a) => self.launch_attn(&a),
+            None => Ok(()),
+        }
     }
 }
 
@@ -983,7 +1065,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
-        if self.matmul_norm_fused(w, a, rows, y, x, post, weight, dim, eps, out)? {
+        if self.matmul_norm_fused(w, a, rows, y, x, post, weight, dim, eps, out, None)? {
             return Ok(());
         }
         self.matmul(w, a, rows, y)?;
@@ -1001,7 +1083,10 @@ impl Backend for CudaBackend {
         if rows == 0 {
             return Ok(());
         }
-        if self.matmul_multi(&[w], x, rows, &[out], None)?.is_some() {
+        if self
+            .matmul_multi(&[w], x, rows, &[out], None, None)?
+            .is_some()
+        {
             return Ok(());
         }
         let (xp, op) = (self.at(x)?, self.at(out)?);
@@ -1123,10 +1208,58 @@ impl Backend for CudaBackend {
         gate: Buf,
         out: Buf,
     ) -> Result<(), CudaError> {
-        if gate.len != out.len || !gate.disjoint(out) {
-            return Err(CudaError::BadRegion);
-        }
         self.attend(p, q, positions, Some(gate), out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attention_project(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        gate: Option<Buf>,
+        att: Buf,
+        wo: &Tensor<'_>,
+        y: Buf,
+        x: Buf,
+        post: Option<(&Tensor<'_>, f32)>,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), CudaError> {
+        if !(self.fuse_attn && positions.len() == 1) {
+            return attend_then_project(
+                self, p, q, positions, gate, att, wo, y, x, post, weight, dim, eps, out,
+            );
+        }
+        let Some(a) = self.attn_args(p, q, positions, gate, att)? else {
+            return Ok(());
+        };
+        // One launch where the combine quantizes the heads for the projection and the
+        // bulk-copy kernels take it: with the grid-barrier norm after the matmul
+        // (`gemv_k_multi_tma1_t2_attn_gridnorm`), else `gemv_k_multi_tma1_t2_attn` then the
+        // norms.
+        if a.q8 {
+            let head = Some(&a.args);
+            if self.fuse_norm == NormFusion::Grid
+                && self.matmul_norm_fused(wo, att, 1, y, x, post, weight, dim, eps, out, head)?
+            {
+                self.fused_attn += 1;
+                return Ok(());
+            }
+            if self
+                .matmul_multi(&[wo], att, 1, &[y], None, head)?
+                .is_some()
+            {
+                self.qx = Some((a.out, a.rows, a.cols));
+                self.fused_attn += 1;
+                return self.norm(x, Some(y), post, weight, dim, eps, out);
+            }
+        }
+        // Refused: the two ops, with the arguments already made.
+        self.launch_attn(&a)?;
+        self.matmul_add_rmsnorm(wo, att, 1, y, x, post, weight, dim, eps, out)
     }
 
     fn attn_inputs(
@@ -1165,7 +1298,7 @@ impl Backend for CudaBackend {
         tail[..QK_TAIL_ARGS - 1].copy_from_slice(&launch.0);
         tail[QK_TAIL_ARGS - 1] = Arg::P(self.grid_bar.ptr());
         if self
-            .matmul_multi(ws, x, 1, outs, Some(NormTail::Qk(&tail)))?
+            .matmul_multi(ws, x, 1, outs, Some(NormTail::Qk(&tail)), None)?
             .is_some()
         {
             self.qx = None;
@@ -1184,7 +1317,7 @@ impl Backend for CudaBackend {
         rows: usize,
         outs: &[Buf],
     ) -> Result<(), CudaError> {
-        if self.matmul_multi(ws, x, rows, outs, None)?.is_some() {
+        if self.matmul_multi(ws, x, rows, outs, None, None)?.is_some() {
             return Ok(());
         }
         if ws.len() != outs.len() {

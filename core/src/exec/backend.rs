@@ -289,6 +289,33 @@ pub trait Backend {
         self.sigmoid_mul(out, gate)
     }
 
+    /// A layer's attention and its output projection: [`Backend::attention`] (with `gate`,
+    /// [`Backend::attention_gated`]) of `q` into `att`, then
+    /// [`Backend::matmul_add_rmsnorm`] of `wo` over `att` (`y`, `x`, `post`, `weight`, `dim`,
+    /// `eps`, `out` as there). The default is those two calls ([`attend_then_project`]); a
+    /// GPU backend may run attention in front of the projection in one launch.
+    #[allow(clippy::too_many_arguments)]
+    fn attention_project(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        positions: &[u32],
+        gate: Option<Buf>,
+        att: Buf,
+        wo: &Tensor<'_>,
+        y: Buf,
+        x: Buf,
+        post: Option<(&Tensor<'_>, f32)>,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<(), Self::Error> {
+        attend_then_project(
+            self, p, q, positions, gate, att, wo, y, x, post, weight, dim, eps, out,
+        )
+    }
+
     /// `gate = act(gate) · up`, element-wise.
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), Self::Error>;
 
@@ -326,4 +353,31 @@ pub fn qkv_then_attn_inputs<B: Backend + ?Sized>(
     let n = 3 + usize::from(gate.is_some());
     b.matmul_many(ws, x, positions.len(), &outs[..n])?;
     b.attn_inputs(p, q, k, v, positions)
+}
+
+/// [`Backend::attention_project`]'s default as two calls, [`Backend::attention`] (or
+/// [`Backend::attention_gated`] with `gate`) then [`Backend::matmul_add_rmsnorm`]: for a
+/// backend's own implementation to fall back to.
+#[allow(clippy::too_many_arguments)]
+pub fn attend_then_project<B: Backend + ?Sized>(
+    b: &mut B,
+    p: &AttnParams,
+    q: Buf,
+    positions: &[u32],
+    gate: Option<Buf>,
+    att: Buf,
+    wo: &Tensor<'_>,
+    y: Buf,
+    x: Buf,
+    post: Option<(&Tensor<'_>, f32)>,
+    weight: Option<&Tensor<'_>>,
+    dim: usize,
+    eps: f32,
+    out: Buf,
+) -> Result<(), B::Error> {
+    match gate {
+        Some(g) => b.attention_gated(p, q, positions, g, att)?,
+        None => b.attention(p, q, positions, att)?,
+    }
+    b.matmul_add_rmsnorm(wo, att, positions.len(), y, x, post, weight, dim, eps, out)
 }

@@ -176,16 +176,16 @@ impl Model<'_, '_> {
                 scale,
                 window,
             };
-            match lw.attn_gate {
-                Some(_) => b.attention_gated(&p, q, positions, og, att)?,
-                None => b.attention(&p, q, positions, att)?,
-            }
-            // The output projection, the post-attention norm (where the model has one), the
-            // residual add, and the FFN block's norm.
+            // Attention (gated where the model has an output gate), then the output
+            // projection, the post-attention norm (where the model has one), the residual
+            // add, and the FFN block's norm.
             let (d, eps, peps) = (s.n_embd, s.eps, s.post_norm_eps);
             let post = lw.post_attn_norm.as_ref().map(|pn| (pn, peps));
             let fnorm = Some(&lw.ffn_norm);
-            b.matmul_add_rmsnorm(&lw.wo, att, n, proj, x, post, fnorm, d, eps, xn)?;
+            let og = lw.attn_gate.as_ref().map(|_| og);
+            b.attention_project(
+                &p, q, positions, og, att, &lw.wo, proj, x, post, fnorm, d, eps, xn,
+            )?;
             b.matmul_gated(&lw.w_gate, &lw.w_up, xn, n, gate, up, s.activation)?;
             // The down projection, the post-FFN norm, the residual add, and the next layer's
             // attention norm (the last layer's output norm takes only the rows whose logits

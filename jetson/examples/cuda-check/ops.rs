@@ -200,6 +200,22 @@ trait DynBackend {
         gate: Buf,
         out: Buf,
     ) -> Result<(), String>;
+    /// `attention_project` (the model width is `wo.rows`, epsilons as `b_matmul_add_rmsnorm`).
+    #[allow(clippy::too_many_arguments)]
+    fn b_attention_project(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        pos: &[u32],
+        gate: Option<Buf>,
+        att: Buf,
+        wo: &Tensor<'_>,
+        y: Buf,
+        x: Buf,
+        post: Option<&Tensor<'_>>,
+        g: Option<&Tensor<'_>>,
+        out: Buf,
+    ) -> Result<(), String>;
     fn b_rope(
         &mut self,
         x: Buf,
@@ -328,6 +344,24 @@ impl<T: Backend> DynBackend for T {
         out: Buf,
     ) -> Result<(), String> {
         self.attention_gated(p, q, pos, gate, out)
+            .map_err(|e| format!("{e:?}"))
+    }
+    fn b_attention_project(
+        &mut self,
+        p: &AttnParams,
+        q: Buf,
+        pos: &[u32],
+        gate: Option<Buf>,
+        att: Buf,
+        wo: &Tensor<'_>,
+        y: Buf,
+        x: Buf,
+        post: Option<&Tensor<'_>>,
+        g: Option<&Tensor<'_>>,
+        out: Buf,
+    ) -> Result<(), String> {
+        let post = post.map(|t| (t, 1e-6));
+        self.attention_project(p, q, pos, gate, att, wo, y, x, post, g, wo.rows, 1e-5, out)
             .map_err(|e| format!("{e:?}"))
     }
     fn b_rope(
@@ -1133,5 +1167,108 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         }
     }
     p.cu.fuse_qk = fuse_default;
+
+    // Attention and the output projection with its norms in one call (`attention_project`)
+    // at one row, position 217, over the caches the calls above left: on sm_90 with
+    // `fuse_attn` and the bulk-copy kernels one launch (counted), `gemv_k_multi_tma1_t2_attn`
+    // then the norms, or with the grid-barrier norm `gemv_k_multi_tma1_t2_attn_gridnorm`;
+    // elsewhere the two ops. The CPU runs attention then `matmul_add_rmsnorm`. Then a matmul
+    // reading the norm's output (its quantization, where the launch left one).
+    let dim = wo.rows;
+    let gains: Vec<Vec<f32>> = (0..2)
+        .map(|_| (0..dim).map(|_| 1.0 + rng.normal(0.2)).collect())
+        .collect();
+    let gt: Vec<Tensor<'_>> = gains
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Tensor {
+            ty: GgmlType::F32,
+            rows: 1,
+            cols: dim,
+            data: bytemuck::cast_slice(g),
+            id: 4020 + i as u32,
+        })
+        .collect();
+    p.cu.upload(&gt).map_err(|e| e.to_string())?;
+    let (attn_default, norm_default) = (p.cu.fuse_attn, p.cu.fuse_norm);
+    p.cu.fuse_attn = true;
+    for (mode, mname) in [
+        (NormFusion::Off, "norms_apart"),
+        (NormFusion::Grid, "gridnorm"),
+    ] {
+        p.cu.fuse_norm = mode;
+        for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
+            for gated in [true, false] {
+                for post in [None, Some(&gt[1])] {
+                    let prm = AttnParams {
+                        layer,
+                        n_head: N_HEAD,
+                        n_head_kv: N_HEAD_KV,
+                        head_dim: HEAD,
+                        head_dim_v: HEAD,
+                        scale: 0.125,
+                        window,
+                    };
+                    let (q, gate, att) = (
+                        buf(A, N_HEAD * HEAD),
+                        buf(A + 4096, N_HEAD * HEAD),
+                        buf(B, N_HEAD * HEAD),
+                    );
+                    let (y, xr, nb, mo) = (
+                        buf(C, dim),
+                        buf(C + 4096, dim),
+                        buf(D, dim),
+                        buf(D + 4096, wr[0].rows),
+                    );
+                    p.put(q, &rng.vec(q.len, 2.0))?;
+                    p.put(gate, &rng.vec(gate.len, 2.0))?;
+                    p.put(xr, &rng.vec(dim, 1.0))?;
+                    for b in [att, y, nb, mo] {
+                        p.poison(b)?;
+                    }
+                    let g = gated.then_some(gate);
+                    let before = p.cu.fused_attn;
+                    p.run(|b| {
+                        b.b_attention_project(
+                            &prm,
+                            q,
+                            &pos,
+                            g,
+                            att,
+                            &wo,
+                            y,
+                            xr,
+                            post,
+                            Some(&gt[0]),
+                            nb,
+                        )?;
+                        b.b_matmul(wr[0], nb, 1, mo)
+                    })?;
+                    let tag = format!(
+                        "attention_project_{mname}_layer{layer}{}{}",
+                        if gated { "_gated" } else { "" },
+                        if post.is_some() { "_post" } else { "" }
+                    );
+                    let fused = p.cu.fused_attn - before;
+                    let want = u64::from(
+                        p.cu.gpu().compute_capability().0 >= 9
+                            && p.cu.gemv_tma.is_some_and(|t| t.team == 2),
+                    );
+                    if fused != want {
+                        println!("{tag}: {fused} one-launch calls, expected {want}  FAIL");
+                        ok = false;
+                    }
+                    let tol = matmul_tol(GgmlType::Q4_K);
+                    ok &= p.check(&format!("{tag}_attention"), att, 5e-3)?;
+                    ok &= p.check(&format!("{tag}_y"), y, tol)?;
+                    ok &= p.check(&format!("{tag}_x"), xr, tol)?;
+                    ok &= p.check(&format!("{tag}_out"), nb, tol)?;
+                    ok &= p.check(&format!("{tag}_then_matmul"), mo, tol)?;
+                }
+            }
+        }
+    }
+    p.cu.fuse_attn = attn_default;
+    p.cu.fuse_norm = norm_default;
     Ok(ok)
 }
