@@ -41,6 +41,9 @@ const QK_TAIL_ARGS: usize = 22;
 /// Arguments of `attn_split`, which `gemv_k_multi_tma1_t2_attn*` also take after the bulk-copy
 /// kernel's.
 const ATT_ARGS: usize = 23;
+/// Where `n_head` and the split count (`max_splits`) are among them.
+const ATT_ARG_N_HEAD: usize = 8;
+const ATT_ARG_SPLITS: usize = 14;
 
 /// An `attn_split` launch ([`CudaBackend::attn_args`]): its arguments and grid, and where it
 /// leaves its output (`rows` rows of `cols`, quantized into `aq`/`ads` too where `q8`).
@@ -353,6 +356,14 @@ impl CudaBackend {
                 let mut n = args.len() + 3;
                 if let Some(h) = head {
                     all[n..n + ATT_ARGS].copy_from_slice(h);
+                    // At most a split for each head a worker (four warps) can take in one
+                    // round: a second round would double attention's time in the launch.
+                    if let (Arg::I(heads), Arg::I(splits)) = (h[ATT_ARG_N_HEAD], h[ATT_ARG_SPLITS])
+                    {
+                        let workers = (blocks * (l.warps / 4) as usize) as i32;
+                        let fit = (workers / heads.max(1)).max(1);
+                        all[n + ATT_ARG_SPLITS] = Arg::I(splits.min(fit));
+                    }
                     n += ATT_ARGS;
                 }
                 let extra = tma_tail.map_or(&[][..], |(_, a)| a);
