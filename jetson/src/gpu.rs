@@ -247,7 +247,7 @@ impl Gpu {
         self.launch(f, grid, 512, &[Arg::P(src.ptr), Arg::P(dst.ptr), Arg::U(n)])
     }
 
-    /// Launches `f` on the stream with `args` (at most 48).
+    /// Launches `f` on the stream with `args` (at most 64).
     pub(crate) fn launch(
         &self,
         f: sys::CUfunction,
@@ -269,7 +269,7 @@ impl Gpu {
         smem: u32,
         args: &[Arg],
     ) -> Result<(), CudaError> {
-        const MAX: usize = 48;
+        const MAX: usize = 64;
         if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > self.smem_optin {
             return Err(CudaError::TooLarge);
         }
