@@ -247,7 +247,7 @@ impl Gpu {
         self.launch(f, grid, 512, &[Arg::P(src.ptr), Arg::P(dst.ptr), Arg::U(n)])
     }
 
-    /// Launches `f` on the stream with `args` (at most 64).
+    /// Launches `f` on the stream with `args` (at most [`MAX_ARGS`]).
     pub(crate) fn launch(
         &self,
         f: sys::CUfunction,
@@ -269,7 +269,7 @@ impl Gpu {
         smem: u32,
         args: &[Arg],
     ) -> Result<(), CudaError> {
-        const MAX: usize = 64;
+        const MAX: usize = MAX_ARGS;
         if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > self.smem_optin {
             return Err(CudaError::TooLarge);
         }
@@ -359,6 +359,9 @@ impl Gpu {
         g.ok_or(CudaError::Graph)
     }
 }
+
+/// The most arguments a launch takes (`gemv_k_multi_tma1_t2_attn_gridnorm` has 64).
+pub(crate) const MAX_ARGS: usize = 64;
 
 /// A kernel argument, passed by value.
 #[derive(Clone, Copy, Debug)]

@@ -9,7 +9,7 @@ use glimmer_core::quant::GgmlType;
 
 use crate::backend::{CudaBackend, NormFusion, TmaGemv, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
 use crate::fns::{gemv_index, raw, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
-use crate::gpu::{Arg, MAX_DYNAMIC_SMEM};
+use crate::gpu::{Arg, MAX_ARGS, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
 
 /// Warps (output rows) per GEMV block.
@@ -41,6 +41,11 @@ const QK_TAIL_ARGS: usize = 22;
 /// Arguments of `attn_split`, which `gemv_k_multi_tma1_t2_attn*` also take after the bulk-copy
 /// kernel's.
 const ATT_ARGS: usize = 23;
+// The longest launches, the bulk-copy kernel with attention in front and the grid norm after
+// it, and with `attn_inputs` after it, fit a launch's arguments.
+const _: () = assert!(4 + 6 * 4 + 3 + ATT_ARGS + NORM_TAIL_ARGS <= MAX_ARGS);
+const _: () = assert!(4 + 6 * 4 + 3 + QK_TAIL_ARGS <= MAX_ARGS);
+
 /// Where `n_head` and the split count (`max_splits`) are among them.
 const ATT_ARG_N_HEAD: usize = 8;
 const ATT_ARG_SPLITS: usize = 14;
