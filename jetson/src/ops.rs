@@ -320,8 +320,6 @@ impl CudaBackend {
         let tma = self
             .gemv_tma
             .filter(|c| matches!(tma_tail, Some(None)) || c.team == 2);
-        // The attention workers' shared memory (four warps each) lies after the rings.
-        let att_room = if head.is_some() { 6 * ATT_SMEM } else { 0 };
         if let (Some(tma_tail), 1, Some(cfg), true) =
             (tma_tail, rows, tma, gpu.compute_capability().0 >= 9)
         {
@@ -332,11 +330,12 @@ impl CudaBackend {
             } else {
                 cfg
             };
-            let fits = gpu.smem_optin().checked_sub(att_room);
-            if let Some(l) = fits
-                .and_then(|optin| tma_layout(cfg, cols, max_rb, optin))
-                .filter(|l| head.is_none() || l.warps >= 4)
-            {
+            let optin = gpu.smem_optin();
+            let layout = match head {
+                Some(_) => attn_tma_layout(cfg, cols, max_rb, optin),
+                None => tma_layout(cfg, cols, max_rb, optin).map(|l| (l, l.smem)),
+            };
+            if let Some((l, smem)) = layout {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
                     (_, Some((k, _))) => k,
@@ -376,13 +375,12 @@ impl CudaBackend {
                 n += extra.len();
                 // The Q/K prep's head (MAX_HEAD_DIM floats and a double) reuses the
                 // activation area and the rings after the barrier: at least that much.
+                // (With attention in front, `smem` has its workers' after the rings.)
                 let smem = match k {
-                    7 => l
-                        .smem
+                    7 => smem
                         .max(KT_BAR_BYTES + 4 * MAX_HEAD_DIM as u32 + 8)
-                        .min(gpu.smem_optin()),
-                    8 | 9 => l.smem + l.warps / 4 * ATT_SMEM,
-                    _ => l.smem,
+                        .min(optin),
+                    _ => smem,
                 };
                 gpu.launch_smem(
                     raw(&fns.gemv_multi_tma[k]),
@@ -1502,9 +1500,52 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
     })
 }
 
+/// [`tma_layout`] for `gemv_k_multi_tma1_t2_attn*` (attention in front of the matmul): the
+/// rings laid out in what six attention workers (four warps each, [`ATT_SMEM`] bytes each,
+/// after the rings) leave, with at least one worker; and the block's dynamic shared memory,
+/// the workers' included.
+pub fn attn_tma_layout(
+    cfg: TmaGemv,
+    cols: usize,
+    max_rb: usize,
+    optin: u32,
+) -> Option<(TmaLayout, u32)> {
+    let l = tma_layout(cfg, cols, max_rb, optin.checked_sub(6 * ATT_SMEM)?)?;
+    (l.warps >= 4).then_some((l, l.smem + l.warps / 4 * ATT_SMEM))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{auto_smem, team_warps, tma_layout, TmaGemv};
+    use super::{attn_tma_layout, auto_smem, team_warps, tma_layout, TmaGemv, ATT_SMEM};
+
+    #[test]
+    fn attention_workers_fit_after_the_rings() {
+        // Hopper: 227 KiB a block. The 30B shape's output projection: rows of 4096 (Q4_K
+        // 2304 bytes, Q6_K 3360): the default's 24 warps and six workers fit.
+        const OPTIN: u32 = 232_448;
+        for rb in [2304, 3360] {
+            let plain = tma_layout(TmaGemv::DEFAULT, 4096, rb, OPTIN).unwrap();
+            let (l, smem) = attn_tma_layout(TmaGemv::DEFAULT, 4096, rb, OPTIN).unwrap();
+            assert_eq!(l, plain);
+            assert_eq!((l.warps, smem), (24, l.smem + 6 * ATT_SMEM));
+            assert!(smem <= OPTIN);
+        }
+        // Too few warps for a worker: refused (the two ops run instead).
+        let narrow = TmaGemv {
+            max_warps: 2,
+            ..TmaGemv::DEFAULT
+        };
+        assert!(attn_tma_layout(narrow, 4096, 2304, OPTIN).is_none());
+        // Every layout it gives fits, with a worker for each four warps.
+        for cols in [256, 1024, 4096, 19968] {
+            for rb in [144, 2304, 16384, 60000] {
+                if let Some((l, smem)) = attn_tma_layout(TmaGemv::DEFAULT, cols, rb, OPTIN) {
+                    assert!(l.warps >= 4 && smem <= OPTIN);
+                    assert_eq!(smem, l.smem + l.warps / 4 * ATT_SMEM);
+                }
+            }
+        }
+    }
 
     #[test]
     fn shared_memory_activations_only_for_many_short_rows() {
