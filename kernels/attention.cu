@@ -405,17 +405,17 @@ struct KtAttnPro {
                            bar_}
 
 extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_attn(K_MULTI_PARAMS, int stages, u32 slot_bytes, int pre, ATTN_SPLIT_PARAMS, u32* bar) {
+    gemv_k_multi_tma1_t2_attn(K_MULTI_PARAMS, KT_PARAMS, ATTN_SPLIT_PARAMS, u32* bar) {
 #if __CUDA_ARCH__ >= 900
     KT_ATTN_PRO(bar);
     KtNoEp ep;
     gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
-                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot_bytes, pre, ep, pro);
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep, pro);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_attn_gridnorm(K_MULTI_PARAMS, int stages, u32 slot_bytes, int pre, ATTN_SPLIT_PARAMS,
+    gemv_k_multi_tma1_t2_attn_gridnorm(K_MULTI_PARAMS, KT_PARAMS, ATTN_SPLIT_PARAMS,
                                        float* __restrict__ x, const float* __restrict__ pw, float peps,
                                        const float* __restrict__ nw, float* __restrict__ nout, float eps,
                                        i8* __restrict__ nq, float2* __restrict__ nds, NormSums* __restrict__ npart,
@@ -423,7 +423,7 @@ extern "C" __global__ void __launch_bounds__(768, 1)
 #if __CUDA_ARCH__ >= 900
     KT_ATTN_PRO(bar);
     tma_gridnorm_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
-                      w3, rb3, n3, t3, o3, pf, stages, slot_bytes, pre, x, pw, peps, nw, nout, eps, nq, nds, npart,
+                      w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, nq, nds, npart,
                       bar, pro);
 #endif
 }

@@ -90,11 +90,11 @@ extern "C" __global__ void attn_inputs(ATTN_INPUTS_PARAMS) {
 // warp is past the barrier. ($GLIMMER_FUSE_QK=1, off by default.)
 // Status: written in session 16 after the last device call; not yet run on a GPU.
 extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_qkprep(K_MULTI_PARAMS, int stages, u32 slot_bytes, int pre, ATTN_INPUTS_PARAMS, u32* bar) {
+    gemv_k_multi_tma1_t2_qkprep(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS, u32* bar) {
 #if __CUDA_ARCH__ >= 900
     KtNoEp ep;
     gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
-                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot_bytes, pre, ep);
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep);
     grid_barrier(bar, gridDim.x);
     u8* kt_smem = kt_smem_base();
     float* hs = (float*)(kt_smem + KT_BAR_BYTES);

@@ -704,9 +704,30 @@ __device__ __forceinline__ u32 kt_ring_off(int cols) {
     return KT_BAR_BYTES + ((kt_act_bytes(cols) + ((u32)cols >> 2) + 127u) & ~127u);
 }
 
+// The bulk-copy kernels' own arguments after K_MULTI_PARAMS: ring slots a team (`stages`) and
+// their bytes, how many of each ring's first items are asked for before the wait on the
+// previous kernel (`pre`), and the start and length of the bytes each launch asks L2 to fetch
+// once its items are done (`nxt`, `nxt_bytes`: the next launch's first weights, so that HBM
+// keeps streaming through this launch's tail and barriers; 0 bytes: none), split evenly over
+// every team of the grid.
+#define KT_PARAMS int stages, u32 slot_bytes, int pre, const u8 *nxt, u32 nxt_bytes
+#define KT_ARGS stages, slot_bytes, pre, nxt, nxt_bytes
+
+// Team `team` (of `teams` a block)'s share of the `nxt_bytes` at `nxt` into L2 (its leader
+// lane; see KT_PARAMS).
+__device__ __forceinline__ void kt_prefetch_next(const u8* nxt, u32 nxt_bytes, int team, int teams) {
+#if __CUDA_ARCH__ >= 900
+    const u32 parts = gridDim.x * (u32)teams;
+    const u32 share = ((nxt_bytes + parts - 1) / parts + 15u) & ~15u;
+    const u64 off = (u64)(team * gridDim.x + blockIdx.x) * share;
+    if (off >= nxt_bytes) return;
+    const u32 n = (u32)min((u64)share, (u64)nxt_bytes - off) & ~15u;
+    if (n) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(nxt + off), "r"(n) : "memory");
+#endif
+}
+
 template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp, class Pro = KtNoPro>
-__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages, u32 slot, int pre, Ep& ep,
-                                                      const Pro& pro = Pro()) {
+__device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS, Ep& ep, const Pro& pro = Pro()) {
 #if __CUDA_ARCH__ >= 900
     u8* kt_smem = kt_smem_base();
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
@@ -723,7 +744,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
     float* red = (float*)(kt_smem + 8 * 4 * 24) + team * (2 * TEAM * R);
     u8* sa = kt_smem + KT_BAR_BYTES;
     float2* sd = (float2*)(sa + kt_act_bytes(cols));
-    u8* ring = kt_smem + kt_ring_off(cols) + (u32)(team * stages) * slot;
+    u8* ring = kt_smem + kt_ring_off(cols) + (u32)(team * stages) * slot_bytes;
     const int mine = first < items ? (items - first + stride - 1) / stride : 0;
     const bool leader = tw == 0 && lane == 0;
     // Item j of this team: its segment, first row and rows.
@@ -740,7 +761,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
         u64* bar = bars + j % stages;
         const u32 bytes = (u32)nr * (u32)s.rb;
         mbar_expect(bar, bytes);
-        bulk_g2s(ring + (u32)(j % stages) * slot, s.w + (size_t)row0 * s.rb, bytes, bar);
+        bulk_g2s(ring + (u32)(j % stages) * slot_bytes, s.w + (size_t)row0 * s.rb, bytes, bar);
     };
     if (leader) {
         for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
@@ -770,7 +791,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
         locate(j, s, row0, nr);
         if (leader) ep.pre(s, row0, nr);
         mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
-        const u8* rows = ring + (u32)(j % stages) * slot;
+        const u8* rows = ring + (u32)(j % stages) * slot_bytes;
         float v[R];
         if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
         else kt_item<T_Q6_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
@@ -803,6 +824,8 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
         __syncwarp();
         if (leader && j + stages < mine) issue(j + stages);
     }
+    // This team's items are done: its share of the next launch's first weights into L2.
+    if (leader && nxt_bytes) kt_prefetch_next(nxt, nxt_bytes, team, teams);
 #endif
 }
 
@@ -810,11 +833,10 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, int stages
 // rows: the FFN down projection), each with its probe. At most 24 warps a block, one block a
 // multiprocessor (the ring takes most of its shared memory).
 #define K_TMA_KERNEL(name, R, PROBE, TEAM)                                                                     \
-    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, int stages, u32 slot, int pre) { \
+    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, KT_PARAMS) {                     \
         KtNoEp ep;                                                                                             \
         gemv_k_multi_tma_body<R, PROBE, TEAM>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, \
-                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, \
-                                              pre, ep);                                                        \
+                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep); \
     }
 K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1)
 K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1)

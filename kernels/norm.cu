@@ -511,7 +511,7 @@ static_assert(KT_NORM_RED + 24 * sizeof(NormSums) <= KT_BAR_BYTES, "the warps' n
 // gemv_k_multi_tma1_t2_gridnorm's work, with `pro` in front of the matmuls (KtNoPro, or the
 // attention of gemv_k_multi_tma1_t2_attn_gridnorm, attention.cu).
 template <class Pro>
-__device__ __forceinline__ void tma_gridnorm_body(K_MULTI_PARAMS, int stages, u32 slot, int pre, float* __restrict__ x,
+__device__ __forceinline__ void tma_gridnorm_body(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x,
                                                   const float* __restrict__ pw, float peps,
                                                   const float* __restrict__ nw, float* __restrict__ nout, float eps,
                                                   i8* __restrict__ q, float2* __restrict__ ds,
@@ -521,7 +521,7 @@ __device__ __forceinline__ void tma_gridnorm_body(K_MULTI_PARAMS, int stages, u3
     ep.x = x;
     ep.pw = pw;
     gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
-                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, stages, slot, pre, ep, pro);
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep, pro);
     u8* kt_smem = kt_smem_base();
     NormSums* red = (NormSums*)(kt_smem + KT_NORM_RED);
     const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
@@ -538,11 +538,11 @@ __device__ __forceinline__ void tma_gridnorm_body(K_MULTI_PARAMS, int stages, u3
 }
 
 extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, int stages, u32 slot, int pre, float* __restrict__ x,
+    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x,
                                   const float* __restrict__ pw, float peps, const float* __restrict__ nw,
                                   float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
                                   NormSums* __restrict__ part, u32* bar) {
     tma_gridnorm_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
-                      w3, rb3, n3, t3, o3, pf, stages, slot, pre, x, pw, peps, nw, nout, eps, q, ds, part, bar,
+                      w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds, part, bar,
                       KtNoPro());
 }

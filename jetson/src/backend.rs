@@ -5,6 +5,7 @@
 //! replays for any token, position and session: the host only rewrites those few words before
 //! a replay. The ops themselves are in `ops.rs`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use glimmer_core::exec::{Buf, Layout, MAX_CHUNK};
@@ -219,6 +220,25 @@ pub struct CudaBackend {
     pub fuse_attn: bool,
     /// How many such one-launch `attention_project` this backend has made (checks read it).
     pub fused_attn: u64,
+    /// Bytes of the next bulk-copy launch's first matrix that each bulk-copy launch asks L2 to
+    /// fetch once its own items are done (so that HBM keeps streaming through its tail and
+    /// barriers); 0: none. The next launch is the one that followed the same matrix last time
+    /// ([`Self::gemv_next`]). `$GLIMMER_GEMV_NEXT` in KiB (a measuring knob, off by default:
+    /// written in session 17, not yet run on a GPU); at most 2 GiB.
+    pub gemv_next_bytes: u32,
+    /// Each bulk-copy launch's first matrix → the first matrix (start, bytes) of the launch
+    /// after it, as last seen.
+    pub(crate) gemv_next: HashMap<u64, (u64, u64)>,
+    /// The last bulk-copy launch's first matrix.
+    pub(crate) gemv_last: Option<u64>,
+}
+
+impl CudaBackend {
+    /// How many bulk-copy launches have a known successor ([`CudaBackend::gemv_next_bytes`];
+    /// checks read it).
+    pub fn gemv_next_known(&self) -> usize {
+        self.gemv_next.len()
+    }
 }
 
 /// The default [`CudaBackend::gemv_prefetch`]: `$GLIMMER_GEMV_PREFETCH` as `MAX_MB:BYTES`
@@ -432,6 +452,14 @@ impl CudaBackend {
             fused_qk: 0,
             fuse_attn: env_on("GLIMMER_FUSE_ATTN"),
             fused_attn: 0,
+            gemv_next_bytes: std::env::var("GLIMMER_GEMV_NEXT")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map_or(0, |kib| {
+                    kib.saturating_mul(1024).min(i32::MAX as u64) as u32
+                }),
+            gemv_next: HashMap::new(),
+            gemv_last: None,
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_tma: TmaGemv::from_env(),
             gemv_tma_launches: 0,

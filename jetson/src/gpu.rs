@@ -360,8 +360,8 @@ impl Gpu {
     }
 }
 
-/// The most arguments a launch takes (`gemv_k_multi_tma1_t2_attn_gridnorm` has 64).
-pub(crate) const MAX_ARGS: usize = 64;
+/// The most arguments a launch takes (`gemv_k_multi_tma1_t2_attn_gridnorm` has 66).
+pub(crate) const MAX_ARGS: usize = 72;
 
 /// A kernel argument, passed by value.
 #[derive(Clone, Copy, Debug)]

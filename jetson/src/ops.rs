@@ -43,8 +43,13 @@ const QK_TAIL_ARGS: usize = 22;
 const ATT_ARGS: usize = 23;
 // The longest launches, the bulk-copy kernel with attention in front and the grid norm after
 // it, and with `attn_inputs` after it, fit a launch's arguments.
-const _: () = assert!(4 + 6 * 4 + 3 + ATT_ARGS + NORM_TAIL_ARGS <= MAX_ARGS);
-const _: () = assert!(4 + 6 * 4 + 3 + QK_TAIL_ARGS <= MAX_ARGS);
+const _: () = assert!(4 + 6 * 4 + KT_ARGS + ATT_ARGS + NORM_TAIL_ARGS <= MAX_ARGS);
+const _: () = assert!(4 + 6 * 4 + KT_ARGS + QK_TAIL_ARGS <= MAX_ARGS);
+
+/// The bulk-copy kernels' own arguments after the multi-GEMV's (`KT_PARAMS`,
+/// kernels/gemv_k.cu): stages, slot bytes, `pre`, and the next launch's weights to fetch into
+/// L2 (start, bytes).
+const KT_ARGS: usize = 5;
 
 /// Where `n_head` and the split count (`max_splits`) are among them.
 const ATT_ARG_N_HEAD: usize = 8;
@@ -351,13 +356,16 @@ impl CudaBackend {
                 if k == 6 || k == 9 {
                     blocks = blocks.min(self.norm_blocks);
                 }
-                let mut all = [Arg::I(0); 4 + 6 * SEGS + 3 + ATT_ARGS + QK_TAIL_ARGS];
+                let mut all = [Arg::I(0); 4 + 6 * SEGS + KT_ARGS + ATT_ARGS + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 all[args.len()] = Arg::I(cfg.stages as i32);
                 all[args.len() + 1] = Arg::I(l.slot as i32);
                 let pre = if cfg.pre == 0 { cfg.stages } else { cfg.pre };
                 all[args.len() + 2] = Arg::I(pre.min(cfg.stages) as i32);
-                let mut n = args.len() + 3;
+                let (nxt, nxt_bytes) = self.next_weights(d[0]);
+                all[args.len() + 3] = Arg::P(nxt);
+                all[args.len() + 4] = Arg::I(nxt_bytes as i32);
+                let mut n = args.len() + KT_ARGS;
                 if let Some(h) = head {
                     all[n..n + ATT_ARGS].copy_from_slice(h);
                     // At most a split for each head a worker (four warps) can take in one
@@ -864,6 +872,24 @@ impl CudaBackend {
     }
 
     /// Attention, gated by `sigmoid(gate)` when `gate` is given.
+    /// What a bulk-copy launch whose first matrix is `first` asks L2 to fetch once its items
+    /// are done ([`CudaBackend::gemv_next_bytes`]): the first bytes of the matrix the launch
+    /// after it read last time (decode steps launch their matmuls in the same order), or
+    /// nothing (`(0, 0)`). Records this launch as the successor of the one before.
+    fn next_weights(&mut self, first: Option<crate::weights::DeviceTensor>) -> (u64, u32) {
+        let Some(t) = first.filter(|_| self.gemv_next_bytes > 0) else {
+            return (0, 0);
+        };
+        let (w, bytes) = (t.ptr, t.rows as u64 * t.row_bytes as u64);
+        if let Some(prev) = self.gemv_last.replace(w) {
+            self.gemv_next.insert(prev, (w, bytes));
+        }
+        match self.gemv_next.get(&w) {
+            Some(&(p, b)) => (p, (b.min(u64::from(self.gemv_next_bytes)) & !15) as u32),
+            None => (0, 0),
+        }
+    }
+
     /// Attention's checks and `attn_split` arguments (its positions uploaded), or `None` for
     /// no rows. `aq`/`ads` no longer hold any row's quantization after this.
     fn attn_args(

@@ -866,6 +866,40 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         }
     }
     p.cu.fuse_norm = fuse_default;
+    // Each bulk-copy launch asking L2 for the next launch's first weights
+    // (`GLIMMER_GEMV_NEXT`): the same results, twice over (the second round with the
+    // successors the first learned; counted), on sm_90.
+    if p.cu.gpu().compute_capability().0 >= 9 {
+        let next_default = p.cu.gemv_next_bytes;
+        p.cu.gemv_next_bytes = 1 << 20;
+        p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv::DEFAULT);
+        for round in 0..2 {
+            for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
+                let (a, y, mo) = (buf(A, ff), buf(B, cols), buf(S, 96));
+                p.put(a, &rng.vec(a.len, 1.0))?;
+                p.poison(y)?;
+                p.poison(mo)?;
+                let before = p.cu.gemv_tma_launches;
+                p.run(|b| {
+                    b.b_matmul(w, a, 1, y)?;
+                    b.b_matmul(&wt, y, 1, mo)
+                })?;
+                let launches = p.cu.gemv_tma_launches - before;
+                let name = format!("gemv_next_round{round}_{wname}");
+                if launches != 2 || (round == 1 && p.cu.gemv_next_known() < 2) {
+                    println!(
+                        "{name}: {launches} bulk-copy launches, {} successors known  FAIL",
+                        p.cu.gemv_next_known()
+                    );
+                    ok = false;
+                }
+                let tol = matmul_tol(w.ty);
+                ok &= p.check(&format!("{name}_y"), y, tol)?;
+                ok &= p.check(&format!("{name}_then_matmul"), mo, tol)?;
+            }
+        }
+        p.cu.gemv_next_bytes = next_default;
+    }
     p.cu.gemv_tma = tma_default;
     p.put(x, &xv)?;
     p.run(|b| b.b_rmsnorm(x, None, cols, x))?;
