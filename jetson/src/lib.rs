@@ -53,6 +53,8 @@
 //! [`CudaBackend::fuse_qk`]),
 //! `GLIMMER_FUSE_ATTN` (1: attention in front of the output projection in one bulk-copy
 //! launch, [`CudaBackend::fuse_attn`]),
+//! `GLIMMER_GEMV_NEXT` (KiB: each bulk-copy launch asks L2 for the next launch's first weights
+//! once its items are done, [`CudaBackend::gemv_next_bytes`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
 //! memory with the bulk-copy unit, `gemv_k_multi_tma*`, on by default; `0`: `gemv_k_multi`
 //! instead; [`TmaGemv`] says how),
