@@ -223,8 +223,8 @@ pub struct CudaBackend {
     /// Bytes of the next bulk-copy launch's first matrix that each bulk-copy launch asks L2 to
     /// fetch once its own items are done (so that HBM keeps streaming through its tail and
     /// barriers); 0: none. The next launch is the one that followed the same matrix last time
-    /// (learned from the step before). `$GLIMMER_GEMV_NEXT` in KiB (a measuring knob, off by default:
-    /// written in session 17, not yet run on a GPU); at most 2 GiB.
+    /// (learned from the step before). `$GLIMMER_GEMV_NEXT` in KiB (a measuring knob, off by
+    /// default: written in session 17, not yet run on a GPU); at most 2 GiB.
     pub gemv_next_bytes: u32,
     /// Each bulk-copy launch's first matrix → the first matrix (start, bytes) of the launch
     /// after it, as last seen.
