@@ -845,3 +845,6 @@ K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true, 1)
 // Teams of two and four warps a ring, one row an item.
 K_TMA_KERNEL(gemv_k_multi_tma1_t2, 1, false, 2)
 K_TMA_KERNEL(gemv_k_multi_tma1_t4, 1, false, 4)
+// Teams of two warps a ring, two rows an item: each team's activation reads serve two rows
+// (`TmaGemv::item_rows` 2 with teams of two, where the two-row slots still give every warp).
+K_TMA_KERNEL(gemv_k_multi_tma2_t2, 2, false, 2)

@@ -266,8 +266,10 @@ pub struct TmaGemv {
     pub item_rows: u32,
     /// Fewest warps a block worth a bulk-copy launch (1..=max_warps).
     pub min_warps: u32,
-    /// Warps sharing each ring (1, 2 or 4; above one, items are one row and the team's warps
-    /// split its super-blocks).
+    /// Warps sharing each ring (1, 2 or 4; above one, the team's warps split its
+    /// super-blocks, and items are one row, except that with teams of two `item_rows` 2 takes
+    /// two where the two-row slots still give as many warps as one-row slots would:
+    /// `gemv_k_multi_tma2_t2`, written in session 17, not yet run on a GPU).
     pub team: u32,
     /// How many of each ring's first items are asked for before the wait on the previous
     /// kernel (1..=stages; 0: all `stages`); the rest right after it. Deeper early copies

@@ -72,9 +72,10 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_tma1_t2` / `_t4` (one row an item, teams of two / four warps a ring), and
     /// `gemv_k_multi_tma1_t2_gridnorm` (`_t2` with the grid-barrier norm, kernels/norm.cu),
     /// `gemv_k_multi_tma1_t2_qkprep` (`_t2`, then `attn_inputs`, kernels/attn_inputs.cu),
-    /// and `gemv_k_multi_tma1_t2_attn` / `_attn_gridnorm` (attention, a grid barrier, then
-    /// `_t2`, and then the grid-barrier norm in the second; kernels/attention.cu).
-    pub gemv_multi_tma: [CudaFunction; 10],
+    /// `gemv_k_multi_tma1_t2_attn` / `_attn_gridnorm` (attention, a grid barrier, then
+    /// `_t2`, and then the grid-barrier norm in the second; kernels/attention.cu), and
+    /// `gemv_k_multi_tma2_t2` (two rows an item, teams of two warps).
+    pub gemv_multi_tma: [CudaFunction; 11],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -143,6 +144,7 @@ impl Fns {
                 f("gemv_k_multi_tma1_t2_qkprep")?,
                 f("gemv_k_multi_tma1_t2_attn")?,
                 f("gemv_k_multi_tma1_t2_attn_gridnorm")?,
+                f("gemv_k_multi_tma2_t2")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

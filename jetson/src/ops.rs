@@ -329,11 +329,15 @@ impl CudaBackend {
             (tma_tail, rows, tma, gpu.compute_capability().0 >= 9)
         {
             let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
-            // The probes have no teams: a ring a warp.
-            let cfg = if self.gemv_probe {
-                TmaGemv { team: 1, ..cfg }
-            } else {
-                cfg
+            // The probes have no teams: a ring a warp. The kernels with work before or after
+            // the matmuls take one row an item.
+            let cfg = match (self.gemv_probe, tma_tail) {
+                (true, _) => TmaGemv { team: 1, ..cfg },
+                (false, Some(_)) => TmaGemv {
+                    item_rows: 1,
+                    ..cfg
+                },
+                _ => cfg,
             };
             let optin = gpu.smem_optin();
             let layout = match head {
@@ -344,6 +348,7 @@ impl CudaBackend {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
                     (_, Some((k, _))) => k,
+                    (2, _) if l.rows == 2 => 10,
                     (2, _) => 4,
                     (4, _) => 5,
                     _ => usize::from(l.rows == 1) + 2 * usize::from(self.gemv_probe),
@@ -1509,6 +1514,8 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
         (slot, rings * team)
     };
     let rows = match cfg.item_rows {
+        // Two rows an item with teams of two only where that costs no warps.
+        2 if team == 2 && fit(2).1 >= fit(1).1 => 2,
         _ if team > 1 => 1,
         1 | 2 => cfg.item_rows as usize,
         _ if fit(2).1 >= cfg.max_warps.min(6) as usize => 2,
@@ -1643,7 +1650,27 @@ mod tests {
                             let Some(t) = tma_layout(cfg, cols, rb, OPTIN) else {
                                 continue;
                             };
-                            assert!(t.rows == 1 && t.warps % team == 0 && t.warps <= max_warps);
+                            // One row an item, or two with teams of two where that keeps
+                            // every warp of one row's layout.
+                            let one = tma_layout(
+                                TmaGemv {
+                                    item_rows: 1,
+                                    ..cfg
+                                },
+                                cols,
+                                rb,
+                                OPTIN,
+                            );
+                            let two_slot = (2 * rb).div_ceil(128) * 128;
+                            let two_warps = ((OPTIN as usize - fixed)
+                                / (two_slot * stages as usize))
+                                .min((max_warps / team) as usize)
+                                * team as usize;
+                            let two = team == 2
+                                && item_rows == 2
+                                && one.is_some_and(|o| two_warps >= o.warps as usize);
+                            assert_eq!(t.rows, if two { 2 } else { 1 });
+                            assert!(t.warps % team == 0 && t.warps <= max_warps);
                             let rings = t.warps / team;
                             assert_eq!(t.smem as usize, fixed + (rings * stages * t.slot) as usize);
                             assert!(t.smem <= OPTIN);
@@ -1652,6 +1679,16 @@ mod tests {
                 }
             }
         }
+        // Two rows an item with teams of two: on the 3744-byte Q4_K rows 24 warps still fit
+        // (two rows); on FFN down only six would, so one row and 12 warps.
+        let two = TmaGemv {
+            item_rows: 2,
+            ..TmaGemv::DEFAULT
+        };
+        let l = tma_layout(two, 6656, 3744, OPTIN).unwrap();
+        assert_eq!((l.rows, l.slot, l.warps), (2, 7552, 24));
+        let l = tma_layout(two, 19968, 16384, OPTIN).unwrap();
+        assert_eq!((l.rows, l.slot, l.warps), (1, 16384, 12));
         // The default at the 30B shapes: one row an item, teams of two; 24 warps (12 rings)
         // on the 3744-byte Q4_K rows, 12 (six rings of 16 KiB) on FFN down.
         let l = tma_layout(TmaGemv::DEFAULT, 6656, 3744, OPTIN).unwrap();

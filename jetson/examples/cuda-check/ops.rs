@@ -587,6 +587,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             (2, 24, 1, 2, 0),
             (3, 24, 1, 2, 1),
             (3, 24, 1, 4, 0),
+            (2, 24, 2, 2, 0),
+            (2, 16, 2, 2, 1),
         ] {
             p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
                 stages,
