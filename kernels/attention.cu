@@ -238,16 +238,18 @@ __device__ __forceinline__ bool att_ticket_last(u32* ctr, u32 n, int t, int bar,
         float2 *__restrict__ ml, u32 *__restrict__ done, float *__restrict__ out, const float *__restrict__ gate, \
         i8 *__restrict__ q8, float2 *__restrict__ ds8
 
-// Head h, split sp (< the split count for row r's visible length) of row r: the keys of the
-// split, its partial output and (max, sum) into part / ml, and, where it is the last split of
-// the head to finish, the merge (combine_head). One worker (thread t of ATT_THREADS, barrier
-// `bar`, shared memory `sm`); it may take another item after this returns.
+// Head h, split sp of row r: the keys of the split, its partial output and (max, sum) into
+// part / ml, and, where it is the last split of the head to finish, the merge (combine_head);
+// nothing where sp is not below the split count for row r's visible length. One worker
+// (thread t of ATT_THREADS, barrier `bar`, shared memory `sm`); it may take another item after
+// this returns.
 __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int r, int t, int bar, AttnSmem& sm) {
     const int lane = t & 31, wid = t >> 5;
     const u32 p = pos[r];
     int first, n;
     visible(p, window, &first, &n);
     const int ns = splits_for(n, max_splits, min_keys);
+    if (sp >= ns) return;
     const int chunk = (n + ns - 1) / ns;
     const int k0 = first + sp * chunk;
     const int k1 = min(first + n, k0 + chunk);
@@ -338,12 +340,9 @@ __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int 
 extern "C" __global__ void __launch_bounds__(ATT_THREADS) attn_split(ATTN_SPLIT_PARAMS) {
     pdl_begin_small();
     __shared__ AttnSmem sm;
-    const int h = blockIdx.x, sp = blockIdx.y, r = blockIdx.z;
-    int first, n;
-    visible(pos[r], window, &first, &n);
-    if (sp >= splits_for(n, max_splits, min_keys)) return;
     attn_item(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v, scale,
-              window, max_splits, min_keys, part, ml, done, out, gate, q8, ds8, h, sp, r, threadIdx.x, 0, sm);
+              window, max_splits, min_keys, part, ml, done, out, gate, q8, ds8, blockIdx.x, blockIdx.y, blockIdx.z,
+              threadIdx.x, 0, sm);
 }
 
 // ---- Attention in front of the output projection (one launch) ----

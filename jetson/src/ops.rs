@@ -51,12 +51,11 @@ const _: () = assert!(4 + 6 * 4 + KT_ARGS + QK_TAIL_ARGS <= MAX_ARGS);
 /// L2 (start, bytes).
 const KT_ARGS: usize = 5;
 
-/// Where `n_head` and the split count (`max_splits`) are among them.
-const ATT_ARG_N_HEAD: usize = 8;
+/// Where the split count (`max_splits`) is among them.
 const ATT_ARG_SPLITS: usize = 14;
 
-/// An `attn_split` launch ([`CudaBackend::attn_args`]): its arguments and grid, and where it
-/// leaves its output (`rows` rows of `cols`, quantized into `aq`/`ads` too where `q8`).
+/// An `attn_split` launch ([`CudaBackend::attn_args`]): its arguments and grid (heads, splits,
+/// rows), and where it leaves its output (`rows` rows of `cols`, quantized into `aq`/`ads` too where `q8`).
 struct AttnLaunch {
     args: [Arg; ATT_ARGS],
     grid: (u32, u32, u32),
@@ -199,7 +198,7 @@ impl CudaBackend {
         rows: usize,
         outs: &[Buf],
         tail: Option<NormTail<'_>>,
-        head: Option<&[Arg; ATT_ARGS]>,
+        head: Option<&AttnLaunch>,
     ) -> Result<Option<u32>, CudaError> {
         const SEGS: usize = 4;
         let fewest = if self.gemv_multi_single || tail.is_some() || head.is_some() {
@@ -372,15 +371,13 @@ impl CudaBackend {
                 all[args.len() + 4] = Arg::I(nxt_bytes as i32);
                 let mut n = args.len() + KT_ARGS;
                 if let Some(h) = head {
-                    all[n..n + ATT_ARGS].copy_from_slice(h);
+                    all[n..n + ATT_ARGS].copy_from_slice(&h.args);
                     // At most a split for each head a worker (four warps) can take in one
                     // round: a second round would double attention's time in the launch.
-                    if let (Arg::I(heads), Arg::I(splits)) = (h[ATT_ARG_N_HEAD], h[ATT_ARG_SPLITS])
-                    {
-                        let workers = (blocks * (l.warps / 4) as usize) as i32;
-                        let fit = (workers / heads.max(1)).max(1);
-                        all[n + ATT_ARG_SPLITS] = Arg::I(splits.min(fit));
-                    }
+                    let (heads, splits) = (h.grid.0 as usize, h.grid.1 as usize);
+                    let workers = blocks * (l.warps / 4) as usize;
+                    let fit = (workers / heads.max(1)).max(1);
+                    all[n + ATT_ARG_SPLITS] = Arg::int(splits.min(fit))?;
                     n += ATT_ARGS;
                 }
                 let extra = tma_tail.map_or(&[][..], |(_, a)| a);
@@ -558,7 +555,7 @@ impl CudaBackend {
         dim: usize,
         eps: f32,
         out: Buf,
-        head: Option<&[Arg; ATT_ARGS]>,
+        head: Option<&AttnLaunch>,
     ) -> Result<bool, CudaError> {
         let regions = [a, y, x, out];
         let distinct = regions
@@ -1286,7 +1283,7 @@ impl Backend for CudaBackend {
         // (`gemv_k_multi_tma1_t2_attn_gridnorm`), else `gemv_k_multi_tma1_t2_attn` then the
         // norms.
         if a.q8 {
-            let head = Some(&a.args);
+            let head = Some(&a);
             if self.fuse_norm == NormFusion::Grid
                 && self.matmul_norm_fused(wo, att, 1, y, x, post, weight, dim, eps, out, head)?
             {
