@@ -2,7 +2,7 @@
 //! device's stream.
 
 use glimmer_core::exec::{
-    attend_then_project, qkv_then_attn_inputs, AttnParams, Backend, Buf, QkPrep,
+    attend_then_project, qkv_then_attn_inputs, AttnParams, Backend, BranchEnd, Buf, QkPrep,
 };
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
@@ -542,21 +542,23 @@ impl CudaBackend {
     /// [`NORM_TAIL_MAX_DIM`] wide); every region distinct. Returns `Ok(false)` having
     /// launched nothing otherwise. `head`: attention in front of the matmul in the same
     /// launch (`gemv_k_multi_tma1_t2_attn_gridnorm`; the grid form only).
-    #[allow(clippy::too_many_arguments)]
     fn matmul_norm_fused(
         &mut self,
         w: &Tensor<'_>,
         a: Buf,
         rows: usize,
-        y: Buf,
-        x: Buf,
-        post: Option<(&Tensor<'_>, f32)>,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
         head: Option<&AttnLaunch>,
     ) -> Result<bool, CudaError> {
+        let BranchEnd {
+            y,
+            x,
+            post,
+            weight,
+            dim,
+            eps,
+            out,
+        } = *e;
         let regions = [a, y, x, out];
         let distinct = regions
             .iter()
@@ -784,6 +786,11 @@ impl CudaBackend {
             return Err(CudaError::UnknownWeight(t.id));
         }
         Ok(d.ptr)
+    }
+
+    /// [`BranchEnd::norms`] in one launch ([`CudaBackend::norm`] with the residual).
+    fn branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), CudaError> {
+        self.norm(e.x, Some(e.y), e.post, e.weight, e.dim, e.eps, e.out)
     }
 
     /// RMSNorm of `x` into `out`, after `x += y` when `y` is given, and before that
@@ -1099,19 +1106,13 @@ impl Backend for CudaBackend {
         w: &Tensor<'_>,
         a: Buf,
         rows: usize,
-        y: Buf,
-        x: Buf,
-        post: Option<(&Tensor<'_>, f32)>,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), CudaError> {
-        if self.matmul_norm_fused(w, a, rows, y, x, post, weight, dim, eps, out, None)? {
+        if self.matmul_norm_fused(w, a, rows, e, None)? {
             return Ok(());
         }
-        self.matmul(w, a, rows, y)?;
-        self.norm(x, Some(y), post, weight, dim, eps, out)
+        self.matmul(w, a, rows, e.y)?;
+        self.branch_norms(e)
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
@@ -1262,18 +1263,10 @@ impl Backend for CudaBackend {
         gate: Option<Buf>,
         att: Buf,
         wo: &Tensor<'_>,
-        y: Buf,
-        x: Buf,
-        post: Option<(&Tensor<'_>, f32)>,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), CudaError> {
         if !(self.fuse_attn && positions.len() == 1) {
-            return attend_then_project(
-                self, p, q, positions, gate, att, wo, y, x, post, weight, dim, eps, out,
-            );
+            return attend_then_project(self, p, q, positions, gate, att, wo, e);
         }
         let Some(a) = self.attn_args(p, q, positions, gate, att)? else {
             return Ok(());
@@ -1284,24 +1277,22 @@ impl Backend for CudaBackend {
         // norms.
         if a.q8 {
             let head = Some(&a);
-            if self.fuse_norm == NormFusion::Grid
-                && self.matmul_norm_fused(wo, att, 1, y, x, post, weight, dim, eps, out, head)?
-            {
+            if self.fuse_norm == NormFusion::Grid && self.matmul_norm_fused(wo, att, 1, e, head)? {
                 self.fused_attn += 1;
                 return Ok(());
             }
             if self
-                .matmul_multi(&[wo], att, 1, &[y], None, head)?
+                .matmul_multi(&[wo], att, 1, &[e.y], None, head)?
                 .is_some()
             {
                 self.qx = Some((a.out, a.rows, a.cols));
                 self.fused_attn += 1;
-                return self.norm(x, Some(y), post, weight, dim, eps, out);
+                return self.branch_norms(e);
             }
         }
         // Refused: the two ops, with the arguments already made.
         self.launch_attn(&a)?;
-        self.matmul_add_rmsnorm(wo, att, 1, y, x, post, weight, dim, eps, out)
+        self.matmul_add_rmsnorm(wo, att, 1, e)
     }
 
     fn attn_inputs(

@@ -71,6 +71,43 @@ pub struct QkPrep<'a, 'w> {
     pub rope: Option<(usize, f32, RopeStyle)>,
 }
 
+/// What follows a decoder block's branch once its output projection `y` is written: the
+/// branch's post-norm (where the model has one), the residual add into `x`, and the next norm
+/// into `out`, row by row (rows of `dim`). [`Backend::matmul_add_rmsnorm`] and
+/// [`Backend::attention_project`] take it; [`BranchEnd::norms`] is the part after the
+/// projection as plain calls.
+#[derive(Clone, Copy, Debug)]
+pub struct BranchEnd<'a, 'w> {
+    /// The projection's output, `(rows, dim)`; with `post`, normed in place.
+    pub y: Buf,
+    /// The residual stream, `(rows, dim)`: `x += y`.
+    pub x: Buf,
+    /// The branch's post-norm: `(gain, eps)`; `None` for models without one.
+    pub post: Option<(&'a Tensor<'w>, f32)>,
+    /// The next norm's gain (`None` is 1).
+    pub weight: Option<&'a Tensor<'w>>,
+    /// Row width: the model width.
+    pub dim: usize,
+    /// The next norm's epsilon.
+    pub eps: f32,
+    /// The next norm's output, `(rows, dim)`.
+    pub out: Buf,
+}
+
+impl BranchEnd<'_, '_> {
+    /// The norms after the projection as separate calls: with `post`,
+    /// [`Backend::norm_add_rmsnorm`], else [`Backend::add_rmsnorm`].
+    pub fn norms<B: Backend + ?Sized>(&self, b: &mut B) -> Result<(), B::Error> {
+        let e = *self;
+        match e.post {
+            Some((pn, peps)) => {
+                b.norm_add_rmsnorm(e.x, e.y, pn, peps, e.weight, e.dim, e.eps, e.out)
+            }
+            None => b.add_rmsnorm(e.x, e.y, e.weight, e.dim, e.eps, e.out),
+        }
+    }
+}
+
 /// The kernels one forward pass needs.
 ///
 /// All activations are row-major `f32` in the backend's arena; `rows` is the number of tokens in
@@ -136,31 +173,20 @@ pub trait Backend {
     /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), Self::Error>;
 
-    /// A branch's output projection and what follows it in a decoder block: `y = W · a`
-    /// ([`Backend::matmul`], `y` of width `dim`), then, with `post`, the branch's post-norm
-    /// and the rest of [`Backend::norm_add_rmsnorm`], else [`Backend::add_rmsnorm`]. That is
-    /// the default; a GPU backend may run the norms in the tail of the matmul's own launch
-    /// to save a launch and the wait on it (the CUDA backend can at one row; it is off by
-    /// default there, having measured slower, see `CudaBackend::fuse_norm`).
-    #[allow(clippy::too_many_arguments)]
+    /// A branch's output projection and what follows it in a decoder block: `e.y = W · a`
+    /// ([`Backend::matmul`], `e.y` of width `e.dim`), then [`BranchEnd::norms`]. That is the
+    /// default; a GPU backend may run the norms in the tail of the matmul's own launch to save
+    /// a launch and the wait on it (the CUDA backend can at one row; it is off by default
+    /// there, having measured slower, see `CudaBackend::fuse_norm`).
     fn matmul_add_rmsnorm(
         &mut self,
         w: &Tensor<'_>,
         a: Buf,
         rows: usize,
-        y: Buf,
-        x: Buf,
-        post: Option<(&Tensor<'_>, f32)>,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), Self::Error> {
-        self.matmul(w, a, rows, y)?;
-        match post {
-            Some((pn, peps)) => self.norm_add_rmsnorm(x, y, pn, peps, weight, dim, eps, out),
-            None => self.add_rmsnorm(x, y, weight, dim, eps, out),
-        }
+        self.matmul(w, a, rows, e.y)?;
+        e.norms(self)
     }
 
     /// Several matmuls over the same input: `outs[i][r] = ws[i] · x[r]`, each `outs[i]` of
@@ -290,10 +316,9 @@ pub trait Backend {
     }
 
     /// A layer's attention and its output projection: [`Backend::attention`] (with `gate`,
-    /// [`Backend::attention_gated`]) of `q` into `att`, then
-    /// [`Backend::matmul_add_rmsnorm`] of `wo` over `att` (`y`, `x`, `post`, `weight`, `dim`,
-    /// `eps`, `out` as there). The default is those two calls ([`attend_then_project`]); a
-    /// GPU backend may run attention in front of the projection in one launch.
+    /// [`Backend::attention_gated`]) of `q` into `att`, then [`Backend::matmul_add_rmsnorm`]
+    /// of `wo` over `att` with `e`. The default is those two calls ([`attend_then_project`]);
+    /// a GPU backend may run attention in front of the projection in one launch.
     #[allow(clippy::too_many_arguments)]
     fn attention_project(
         &mut self,
@@ -303,17 +328,9 @@ pub trait Backend {
         gate: Option<Buf>,
         att: Buf,
         wo: &Tensor<'_>,
-        y: Buf,
-        x: Buf,
-        post: Option<(&Tensor<'_>, f32)>,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), Self::Error> {
-        attend_then_project(
-            self, p, q, positions, gate, att, wo, y, x, post, weight, dim, eps, out,
-        )
+        attend_then_project(self, p, q, positions, gate, att, wo, e)
     }
 
     /// `gate = act(gate) · up`, element-wise.
@@ -367,17 +384,11 @@ pub fn attend_then_project<B: Backend + ?Sized>(
     gate: Option<Buf>,
     att: Buf,
     wo: &Tensor<'_>,
-    y: Buf,
-    x: Buf,
-    post: Option<(&Tensor<'_>, f32)>,
-    weight: Option<&Tensor<'_>>,
-    dim: usize,
-    eps: f32,
-    out: Buf,
+    e: &BranchEnd<'_, '_>,
 ) -> Result<(), B::Error> {
     match gate {
         Some(g) => b.attention_gated(p, q, positions, g, att)?,
         None => b.attention(p, q, positions, att)?,
     }
-    b.matmul_add_rmsnorm(wo, att, positions.len(), y, x, post, weight, dim, eps, out)
+    b.matmul_add_rmsnorm(wo, att, positions.len(), e)
 }

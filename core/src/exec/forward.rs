@@ -2,7 +2,7 @@
 
 use crate::model::{Arch, LayerKind, ModelSpec, Weights};
 
-use super::{AttnParams, Backend, Layout, QkPrep, MAX_CHUNK};
+use super::{AttnParams, Backend, BranchEnd, Layout, QkPrep, MAX_CHUNK};
 
 /// Which rows of logits a forward call computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,9 +183,16 @@ impl Model<'_, '_> {
             let post = lw.post_attn_norm.as_ref().map(|pn| (pn, peps));
             let fnorm = Some(&lw.ffn_norm);
             let og = lw.attn_gate.as_ref().map(|_| og);
-            b.attention_project(
-                &p, q, positions, og, att, &lw.wo, proj, x, post, fnorm, d, eps, xn,
-            )?;
+            let end = BranchEnd {
+                y: proj,
+                x,
+                post,
+                weight: fnorm,
+                dim: d,
+                eps,
+                out: xn,
+            };
+            b.attention_project(&p, q, positions, og, att, &lw.wo, &end)?;
             b.matmul_gated(&lw.w_gate, &lw.w_up, xn, n, gate, up, s.activation)?;
             // The down projection, the post-FFN norm, the residual add, and the next layer's
             // attention norm (the last layer's output norm takes only the rows whose logits
@@ -193,8 +200,16 @@ impl Model<'_, '_> {
             let post = lw.post_ffn_norm.as_ref().map(|pn| (pn, peps));
             match w.layers.get(il + 1) {
                 Some(next) => {
-                    let anorm = Some(&next.attn_norm);
-                    b.matmul_add_rmsnorm(&lw.w_down, gate, n, proj, x, post, anorm, d, eps, xn)?
+                    let end = BranchEnd {
+                        y: proj,
+                        x,
+                        post,
+                        weight: Some(&next.attn_norm),
+                        dim: d,
+                        eps,
+                        out: xn,
+                    };
+                    b.matmul_add_rmsnorm(&lw.w_down, gate, n, &end)?
                 }
                 None => {
                     b.matmul(&lw.w_down, gate, n, proj)?;

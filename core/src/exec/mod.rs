@@ -10,7 +10,9 @@ mod forward;
 mod layout;
 mod parallel;
 
-pub use backend::{attend_then_project, qkv_then_attn_inputs, AttnParams, Backend, Buf, QkPrep};
+pub use backend::{
+    attend_then_project, qkv_then_attn_inputs, AttnParams, Backend, BranchEnd, Buf, QkPrep,
+};
 pub use forward::{ForwardError, LogitRows, Model};
 pub use layout::{Layout, LayoutError, Limits, MAX_CHUNK};
 pub use parallel::{split_range, Parallel, Serial};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use glimmer_boards::cpu_features;
 use glimmer_core::cpu::CpuBackend;
-use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
+use glimmer_core::exec::{AttnParams, Backend, BranchEnd, Buf, QkPrep};
 use glimmer_core::kv::{self, KvGeometry, PagePool};
 use glimmer_core::model::{Activation, RopeStyle, Tensor, MAX_LAYERS};
 use glimmer_core::plan::KvType;
@@ -149,17 +149,12 @@ trait DynBackend {
         dim: usize,
         out: Buf,
     ) -> Result<(), String>;
-    #[allow(clippy::too_many_arguments)]
     fn b_matmul_add_rmsnorm(
         &mut self,
         w: &Tensor<'_>,
         a: Buf,
         rows: usize,
-        y: Buf,
-        x: Buf,
-        post: Option<&Tensor<'_>>,
-        g: Option<&Tensor<'_>>,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), String>;
     #[allow(clippy::too_many_arguments)]
     fn b_matmul_gated(
@@ -200,7 +195,7 @@ trait DynBackend {
         gate: Buf,
         out: Buf,
     ) -> Result<(), String>;
-    /// `attention_project` (the model width is `wo.rows`, epsilons as `b_matmul_add_rmsnorm`).
+    /// `attention_project`.
     #[allow(clippy::too_many_arguments)]
     fn b_attention_project(
         &mut self,
@@ -210,11 +205,7 @@ trait DynBackend {
         gate: Option<Buf>,
         att: Buf,
         wo: &Tensor<'_>,
-        y: Buf,
-        x: Buf,
-        post: Option<&Tensor<'_>>,
-        g: Option<&Tensor<'_>>,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), String>;
     fn b_rope(
         &mut self,
@@ -230,6 +221,26 @@ trait DynBackend {
     fn b_softcap(&mut self, x: Buf) -> Result<(), String>;
     fn b_add(&mut self, x: Buf, y: Buf) -> Result<(), String>;
     fn b_scale(&mut self, x: Buf) -> Result<(), String>;
+}
+
+/// The checks' [`BranchEnd`]: post-norm epsilon 1e-6, the next norm's 1e-5, rows of `dim`.
+fn branch_end<'a, 'w>(
+    y: Buf,
+    x: Buf,
+    post: Option<&'a Tensor<'w>>,
+    g: Option<&'a Tensor<'w>>,
+    dim: usize,
+    out: Buf,
+) -> BranchEnd<'a, 'w> {
+    BranchEnd {
+        y,
+        x,
+        post: post.map(|t| (t, 1e-6)),
+        weight: g,
+        dim,
+        eps: 1e-5,
+        out,
+    }
 }
 
 impl<T: Backend> DynBackend for T {
@@ -287,14 +298,9 @@ impl<T: Backend> DynBackend for T {
         w: &Tensor<'_>,
         a: Buf,
         rows: usize,
-        y: Buf,
-        x: Buf,
-        post: Option<&Tensor<'_>>,
-        g: Option<&Tensor<'_>>,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), String> {
-        let post = post.map(|t| (t, 1e-6));
-        self.matmul_add_rmsnorm(w, a, rows, y, x, post, g, w.rows, 1e-5, out)
+        self.matmul_add_rmsnorm(w, a, rows, e)
             .map_err(|e| format!("{e:?}"))
     }
     fn b_matmul_gated(
@@ -354,14 +360,9 @@ impl<T: Backend> DynBackend for T {
         gate: Option<Buf>,
         att: Buf,
         wo: &Tensor<'_>,
-        y: Buf,
-        x: Buf,
-        post: Option<&Tensor<'_>>,
-        g: Option<&Tensor<'_>>,
-        out: Buf,
+        e: &BranchEnd<'_, '_>,
     ) -> Result<(), String> {
-        let post = post.map(|t| (t, 1e-6));
-        self.attention_project(p, q, pos, gate, att, wo, y, x, post, g, wo.rows, 1e-5, out)
+        self.attention_project(p, q, pos, gate, att, wo, e)
             .map_err(|e| format!("{e:?}"))
     }
     fn b_rope(
@@ -838,7 +839,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                     p.poison(mo)?;
                     let before = p.cu.fused_norms;
                     let tma_before = p.cu.gemv_tma_launches;
-                    p.run(|b| b.b_matmul_add_rmsnorm(w, a, rows, y, xr, post, Some(&gt), nb))?;
+                    let e = branch_end(y, xr, post, Some(&gt), w.rows, nb);
+                    p.run(|b| b.b_matmul_add_rmsnorm(w, a, rows, &e))?;
                     let tma_launches = p.cu.gemv_tma_launches - tma_before;
                     p.run(|b| b.b_matmul(&wt, nb, rows, mo))?;
                     let fused = p.cu.fused_norms - before;
@@ -1265,19 +1267,8 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     let g = gated.then_some(gate);
                     let before = p.cu.fused_attn;
                     p.run(|b| {
-                        b.b_attention_project(
-                            &prm,
-                            q,
-                            &pos,
-                            g,
-                            att,
-                            &wo,
-                            y,
-                            xr,
-                            post,
-                            Some(&gt[0]),
-                            nb,
-                        )?;
+                        let e = branch_end(y, xr, post, Some(&gt[0]), wo.rows, nb);
+                        b.b_attention_project(&prm, q, &pos, g, att, &wo, &e)?;
                         b.b_matmul(wr[0], nb, 1, mo)
                     })?;
                     let tag = format!(
