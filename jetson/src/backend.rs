@@ -226,11 +226,52 @@ pub struct CudaBackend {
     /// (learned from the step before). `$GLIMMER_GEMV_NEXT` in KiB (a measuring knob, off by
     /// default: written in session 17, not yet run on a GPU); at most 2 GiB.
     pub gemv_next_bytes: u32,
-    /// Each bulk-copy launch's first matrix → the first matrix (start, bytes) of the launch
-    /// after it, as last seen.
-    pub(crate) gemv_next: HashMap<u64, (u64, u64)>,
-    /// The last bulk-copy launch's first matrix.
-    pub(crate) gemv_last: Option<u64>,
+    /// Each bulk-copy launch's successor, as last seen.
+    pub(crate) gemv_next: NextWeights,
+}
+
+/// The bulk-copy launches' successors behind [`CudaBackend::gemv_next_bytes`]: each launch's
+/// first matrix (its device address) → the first matrix (address, bytes) of the launch that
+/// came after it last time. Keys are weight matrices, so the map holds at most one entry for
+/// each uploaded tensor; [`NextWeights::reserve`] makes that room at upload, so decode steps
+/// never allocate.
+#[derive(Debug, Default)]
+pub(crate) struct NextWeights {
+    next: HashMap<u64, (u64, u64)>,
+    last: Option<u64>,
+}
+
+impl NextWeights {
+    /// Room for `n` more matrices.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.next.reserve(n);
+    }
+
+    /// How many launches have a known successor.
+    pub(crate) fn len(&self) -> usize {
+        self.next.len()
+    }
+
+    /// A launch whose first matrix starts at `w` (`bytes` long): records it as the successor
+    /// of the launch before, and returns what it should ask L2 for once its items are done:
+    /// the start of its own successor's first matrix and at most `cap` of its bytes, a
+    /// multiple of 16 (the bulk prefetch's unit); `(0, 0)` while it has none.
+    pub(crate) fn step(&mut self, w: u64, bytes: u64, cap: u32) -> (u64, u32) {
+        if let Some(prev) = self.last.replace(w) {
+            // An overwrite in place: `insert` makes room for one more entry first, even for a
+            // key it holds, and would grow a full map.
+            match self.next.get_mut(&prev) {
+                Some(e) => *e = (w, bytes),
+                None => {
+                    self.next.insert(prev, (w, bytes));
+                }
+            }
+        }
+        match self.next.get(&w) {
+            Some(&(p, b)) => (p, (b.min(u64::from(cap)) & !15) as u32),
+            None => (0, 0),
+        }
+    }
 }
 
 impl CudaBackend {
@@ -460,8 +501,7 @@ impl CudaBackend {
                 .map_or(0, |kib| {
                     kib.saturating_mul(1024).min(i32::MAX as u64) as u32
                 }),
-            gemv_next: HashMap::new(),
-            gemv_last: None,
+            gemv_next: NextWeights::default(),
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_tma: TmaGemv::from_env(),
             gemv_tma_launches: 0,
@@ -516,11 +556,14 @@ impl CudaBackend {
 
     /// Uploads every weight of a model.
     pub fn upload_model(&mut self, w: &Weights<'_>) -> Result<(), CudaError> {
+        let n = w.layers.iter().map(|l| l.tensors().count()).sum::<usize>();
+        self.gemv_next.reserve(n + 3);
         self.weights.add_model(&self.gpu, w)
     }
 
     /// Uploads extra tensors (tests, adapters).
     pub fn upload(&mut self, tensors: &[Tensor<'_>]) -> Result<(), CudaError> {
+        self.gemv_next.reserve(tensors.len());
         self.weights.add(&self.gpu, tensors)
     }
 
@@ -589,7 +632,35 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_prefetch;
+    use super::{parse_prefetch, NextWeights};
+
+    #[test]
+    fn next_weights_follow_the_last_step() {
+        let mut n = NextWeights::default();
+        n.reserve(3);
+        let cap = n.next.capacity();
+        // First step: nothing known yet, so nothing is asked for.
+        let order = [(0x1000, 4096), (0x9000, 100_000), (0x40000, 37)];
+        for &(w, b) in &order {
+            assert_eq!(n.step(w, b, 8192), (0, 0));
+        }
+        // Next step: each launch asks for its successor's first bytes, capped at 8 KiB and
+        // cut to whole 16-byte units; the last launch's successor is the first.
+        assert_eq!(n.step(0x1000, 4096, 8192), (0x9000, 8192));
+        assert_eq!(n.step(0x9000, 100_000, 8192), (0x40000, 32));
+        assert_eq!(n.step(0x40000, 37, 8192), (0x1000, 4096));
+        assert_eq!(n.len(), 3);
+        // A changed order (1, 3, 2): its first step still asks for the old successors, the
+        // step after it for the new ones.
+        assert_eq!(n.step(0x1000, 4096, 8192), (0x9000, 8192));
+        assert_eq!(n.step(0x40000, 37, 8192), (0x1000, 4096));
+        assert_eq!(n.step(0x9000, 100_000, 8192), (0x40000, 32));
+        assert_eq!(n.step(0x1000, 4096, 8192), (0x40000, 32));
+        assert_eq!(n.step(0x40000, 37, 1000), (0x9000, 992));
+        assert_eq!(n.step(0x9000, 100_000, 8192), (0x1000, 4096));
+        // Within the reserved room: no growth.
+        assert_eq!((n.len(), n.next.capacity()), (3, cap));
+    }
 
     #[test]
     fn prefetch_setting_parses_or_is_refused() {

@@ -880,23 +880,15 @@ impl CudaBackend {
         }
     }
 
-    /// Attention, gated by `sigmoid(gate)` when `gate` is given.
     /// What a bulk-copy launch whose first matrix is `first` asks L2 to fetch once its items
-    /// are done ([`CudaBackend::gemv_next_bytes`]): the first bytes of the matrix the launch
-    /// after it read last time (decode steps launch their matmuls in the same order), or
-    /// nothing (`(0, 0)`). Records this launch as the successor of the one before.
+    /// are done ([`CudaBackend::gemv_next_bytes`], [`crate::backend::NextWeights::step`]), or
+    /// nothing (`(0, 0)`).
     fn next_weights(&mut self, first: Option<crate::weights::DeviceTensor>) -> (u64, u32) {
         let Some(t) = first.filter(|_| self.gemv_next_bytes > 0) else {
             return (0, 0);
         };
-        let (w, bytes) = (t.ptr, t.rows as u64 * t.row_bytes as u64);
-        if let Some(prev) = self.gemv_last.replace(w) {
-            self.gemv_next.insert(prev, (w, bytes));
-        }
-        match self.gemv_next.get(&w) {
-            Some(&(p, b)) => (p, (b.min(u64::from(self.gemv_next_bytes)) & !15) as u32),
-            None => (0, 0),
-        }
+        let bytes = t.rows as u64 * t.row_bytes as u64;
+        self.gemv_next.step(t.ptr, bytes, self.gemv_next_bytes)
     }
 
     /// Attention's checks and `attn_split` arguments (its positions uploaded), or `None` for
@@ -1019,6 +1011,7 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// Attention, gated by `sigmoid(gate)` when `gate` is given.
     fn attend(
         &mut self,
         p: &AttnParams,
