@@ -233,7 +233,7 @@ pub struct CudaBackend {
 /// The bulk-copy launches' successors behind [`CudaBackend::gemv_next_bytes`]: each launch's
 /// first matrix (its device address) → the first matrix (address, bytes) of the launch that
 /// came after it last time. Keys are weight matrices, so the map holds at most one entry for
-/// each uploaded tensor; [`NextWeights::reserve`] makes that room at upload, so decode steps
+/// each uploaded tensor; [`NextWeights::room_for`] makes that room at upload, so decode steps
 /// never allocate.
 #[derive(Debug, Default)]
 pub(crate) struct NextWeights {
@@ -242,9 +242,9 @@ pub(crate) struct NextWeights {
 }
 
 impl NextWeights {
-    /// Room for `n` more matrices.
-    pub(crate) fn reserve(&mut self, n: usize) {
-        self.next.reserve(n);
+    /// Room for `total` matrices in all (the tensors on the device).
+    pub(crate) fn room_for(&mut self, total: usize) {
+        self.next.reserve(total.saturating_sub(self.next.len()));
     }
 
     /// How many launches have a known successor.
@@ -556,15 +556,16 @@ impl CudaBackend {
 
     /// Uploads every weight of a model.
     pub fn upload_model(&mut self, w: &Weights<'_>) -> Result<(), CudaError> {
-        let n = w.layers.iter().map(|l| l.tensors().count()).sum::<usize>();
-        self.gemv_next.reserve(n + 3);
-        self.weights.add_model(&self.gpu, w)
+        self.weights.add_model(&self.gpu, w)?;
+        self.gemv_next.room_for(self.weights.len());
+        Ok(())
     }
 
     /// Uploads extra tensors (tests, adapters).
     pub fn upload(&mut self, tensors: &[Tensor<'_>]) -> Result<(), CudaError> {
-        self.gemv_next.reserve(tensors.len());
-        self.weights.add(&self.gpu, tensors)
+        self.weights.add(&self.gpu, tensors)?;
+        self.gemv_next.room_for(self.weights.len());
+        Ok(())
     }
 
     /// Makes `slot` the session whose KV cache the following ops (and graph replays) use.
@@ -637,7 +638,7 @@ mod tests {
     #[test]
     fn next_weights_follow_the_last_step() {
         let mut n = NextWeights::default();
-        n.reserve(3);
+        n.room_for(3);
         let cap = n.next.capacity();
         // First step: nothing known yet, so nothing is asked for.
         let order = [(0x1000, 4096), (0x9000, 100_000), (0x40000, 37)];

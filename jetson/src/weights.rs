@@ -204,6 +204,16 @@ impl DeviceWeights {
         }
     }
 
+    /// How many tensors are on the device.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether no tensor is on the device yet.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
     /// Bytes of tensor data on the device.
     pub fn bytes(&self) -> u64 {
         self.bytes
