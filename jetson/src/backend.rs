@@ -186,6 +186,8 @@ pub struct CudaBackend {
     pub gemv_tma: Option<TmaGemv>,
     /// How many `gemv_k_multi_tma*` launches this backend has made (checks read it).
     pub gemv_tma_launches: u64,
+    /// How many of them took teams of four through [`TmaGemv::wide`] (checks read it).
+    pub gemv_tma_wide_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
     /// `gemv_k_multi_sums`' and `gemv_k_multi_gridnorm`'s (four `f64` each),
     /// [`Self::norm_blocks`] of them.
@@ -317,6 +319,13 @@ pub struct TmaGemv {
     /// overlap more of the small kernel before the GEMV but compete with the tail of the GEMV
     /// before that (session 16: three slots, all early, were slower than two).
     pub pre: u32,
+    /// With teams of two: launches whose rings are so large that teams of two would leave
+    /// at least half of `max_warps` unused (the 30B shape's FFN down: 16 KiB Q6_K rows, six
+    /// rings, 12 of 24 warps) take teams of four instead (`gemv_k_multi_tma1_t4`), so that
+    /// the same bytes in flight get twice the warps for their arithmetic. Plain launches only
+    /// (the fused norm, Q/K prep and attention kernels have teams of two). Session 19, not
+    /// yet run on a GPU: off by default.
+    pub wide: bool,
 }
 
 impl TmaGemv {
@@ -332,10 +341,11 @@ impl TmaGemv {
         min_warps: 1,
         team: 2,
         pre: 0,
+        wide: false,
     };
 
     /// `$GLIMMER_GEMV_TMA`: unset or `1`, [`Self::DEFAULT`]; `0`, `None` (every multi-GEMV
-    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE]]]]` as
+    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE]]]]]` as
     /// [`Self::parse`] reads it. A value it refuses also gives [`Self::DEFAULT`] (this is a
     /// measuring knob; `cuda-check bench` prints the setting it ran). The backend takes
     /// the bulk-copy kernels only on compute capability 9.0 and later whatever this says.
@@ -352,9 +362,10 @@ impl TmaGemv {
         }
     }
 
-    /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE]]]]` (stages
-    /// 2..=4, warps 1..=24, rows 0..=2, min warps 1..=warps, team 1, 2 or 4 and at most the
-    /// warps, early items 0..=stages); anything else, `None`.
+    /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE]]]]]`
+    /// (stages 2..=4, warps 1..=24, rows 0..=2, min warps 1..=warps, team 1, 2 or 4 and at
+    /// most the warps, early items 0..=stages, wide 0 or 1 and 1 only with teams of two);
+    /// anything else, `None`.
     pub fn parse(v: &str) -> Option<TmaGemv> {
         let v = v.trim();
         if v == "1" {
@@ -367,6 +378,7 @@ impl TmaGemv {
         let min_warps = it.next().unwrap_or(Some(1))?;
         let team = it.next().unwrap_or(Some(1))?;
         let pre = it.next().unwrap_or(Some(0))?;
+        let wide = it.next().unwrap_or(Some(0))?;
         let t = TmaGemv {
             stages,
             max_warps,
@@ -374,6 +386,7 @@ impl TmaGemv {
             min_warps,
             team,
             pre,
+            wide: wide == 1,
         };
         ((2..=4).contains(&stages)
             && (1..=24).contains(&max_warps)
@@ -382,6 +395,7 @@ impl TmaGemv {
             && matches!(team, 1 | 2 | 4)
             && team <= max_warps
             && pre <= stages
+            && (wide == 0 || (wide == 1 && team == 2))
             && it.next().is_none())
         .then_some(t)
     }
@@ -505,6 +519,7 @@ impl CudaBackend {
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_tma: TmaGemv::from_env(),
             gemv_tma_launches: 0,
+            gemv_tma_wide_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

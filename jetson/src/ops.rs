@@ -339,6 +339,16 @@ impl CudaBackend {
                 _ => cfg,
             };
             let optin = gpu.smem_optin();
+            let wide = tma_layout(cfg, cols, max_rb, optin)
+                .is_some_and(|l| wide_teams(cfg, l, tma_tail.is_none() && !self.gemv_probe));
+            let cfg = match wide {
+                true => TmaGemv {
+                    team: 4,
+                    item_rows: 1,
+                    ..cfg
+                },
+                false => cfg,
+            };
             let layout = match head {
                 Some(_) => attn_tma_layout(cfg, cols, max_rb, optin),
                 None => tma_layout(cfg, cols, max_rb, optin).map(|l| (l, l.smem)),
@@ -400,6 +410,7 @@ impl CudaBackend {
                     &all[..n],
                 )?;
                 self.gemv_tma_launches += 1;
+                self.gemv_tma_wide_launches += u64::from(wide);
                 return Ok(Some(blocks as u32));
             }
         }
@@ -1514,6 +1525,13 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
     })
 }
 
+/// Whether a plain bulk-copy launch (`plain`: no work fused before or after the matmuls, not
+/// the probe) laid out as `l` under `cfg` takes teams of four instead ([`TmaGemv::wide`]):
+/// its rings are so few that teams of two leave at least half of `cfg.max_warps` unused.
+pub fn wide_teams(cfg: TmaGemv, l: TmaLayout, plain: bool) -> bool {
+    plain && cfg.wide && cfg.team == 2 && l.rows == 1 && 2 * l.warps <= cfg.max_warps
+}
+
 /// [`tma_layout`] for `gemv_k_multi_tma1_t2_attn*` (attention in front of the matmul): the
 /// rings laid out in what six attention workers (four warps each, [`ATT_SMEM`] bytes each,
 /// after the rings) leave, with at least one worker; and the block's dynamic shared memory,
@@ -1530,7 +1548,9 @@ pub fn attn_tma_layout(
 
 #[cfg(test)]
 mod tests {
-    use super::{attn_tma_layout, auto_smem, team_warps, tma_layout, TmaGemv, ATT_SMEM};
+    use super::{
+        attn_tma_layout, auto_smem, team_warps, tma_layout, wide_teams, TmaGemv, ATT_SMEM,
+    };
 
     #[test]
     fn attention_workers_fit_after_the_rings() {
@@ -1615,6 +1635,7 @@ mod tests {
                             min_warps: 1,
                             team: 1,
                             pre: 0,
+                            wide: false,
                         };
                         let Some(l) = tma_layout(cfg, cols, rb, OPTIN) else {
                             continue;
@@ -1696,6 +1717,7 @@ mod tests {
                 min_warps: 8,
                 team: 1,
                 pre: 0,
+                wide: false,
             })
         );
         // FFN down in teams of four: six rings, 24 warps.
@@ -1713,6 +1735,33 @@ mod tests {
     }
 
     #[test]
+    fn wide_teams_only_where_teams_of_two_leave_warps_idle() {
+        // Hopper: 227 KiB a block.
+        const OPTIN: u32 = 232_448;
+        let wide = TmaGemv {
+            wide: true,
+            ..TmaGemv::DEFAULT
+        };
+        // 30B shapes. FFN down (Q6_K rows of 19968 repacked, 16384 bytes): six rings, so
+        // teams of two give 12 of 24 warps; teams of four give all 24 on the same rings.
+        let l = tma_layout(wide, 19968, 16384, OPTIN).unwrap();
+        assert_eq!(l.warps, 12);
+        assert!(wide_teams(wide, l, true));
+        let l4 = tma_layout(TmaGemv { team: 4, ..wide }, 19968, 16384, OPTIN).unwrap();
+        assert_eq!((l4.warps, l4.slot, l4.smem), (24, l.slot, l.smem));
+        // Not fused launches, the probe, or without the setting.
+        assert!(!wide_teams(wide, l, false));
+        assert!(!wide_teams(TmaGemv::DEFAULT, l, true));
+        // Q/K/V (Q6_K V rows of 6656: 5504 bytes) and the output projection keep teams of
+        // two: their rings give every warp.
+        for (cols, rb) in [(6656, 5504), (6656, 3744), (4096, 3360)] {
+            let l = tma_layout(wide, cols, rb, OPTIN).unwrap();
+            assert_eq!(l.warps, 24);
+            assert!(!wide_teams(wide, l, true), "{cols} {rb}");
+        }
+    }
+
+    #[test]
     fn bulk_copy_setting_parses_or_is_refused() {
         assert_eq!(TmaGemv::parse("1"), Some(TmaGemv::DEFAULT));
         assert_eq!(TmaGemv::parse("2:24:1:1:2"), Some(TmaGemv::DEFAULT));
@@ -1721,6 +1770,13 @@ mod tests {
             Some(TmaGemv {
                 stages: 3,
                 pre: 1,
+                ..TmaGemv::DEFAULT
+            })
+        );
+        assert_eq!(
+            TmaGemv::parse("2:24:1:1:2:0:1"),
+            Some(TmaGemv {
+                wide: true,
                 ..TmaGemv::DEFAULT
             })
         );
@@ -1741,6 +1797,7 @@ mod tests {
                 min_warps: 1,
                 team: 1,
                 pre: 0,
+                wide: false,
             })
         );
         assert_eq!(TmaGemv::parse("2:8"), Some(EIGHT_WARPS));
@@ -1758,6 +1815,9 @@ mod tests {
             "2:1:1:1:2",
             "2:8:1:1:1:3",
             "2:8:1:1:1:1:1",
+            "2:24:1:1:2:0:2",
+            "2:24:1:1:4:0:1",
+            "2:24:1:1:2:0:1:0",
             "a:b",
         ] {
             assert_eq!(TmaGemv::parse(bad), None, "{bad}");
@@ -1772,6 +1832,7 @@ mod tests {
         min_warps: 1,
         team: 1,
         pre: 0,
+        wide: false,
     };
 
     fn teams_parsed() -> TmaGemv {
@@ -1782,6 +1843,7 @@ mod tests {
             min_warps: 1,
             team: 4,
             pre: 0,
+            wide: false,
         }
     }
 }

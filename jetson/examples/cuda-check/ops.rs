@@ -598,6 +598,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 min_warps: 1,
                 team,
                 pre,
+                wide: false,
             });
             for ws in [
                 &ts.iter().collect::<Vec<_>>()[..],
@@ -614,6 +615,41 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                     println!("{label}: the bulk-copy kernel did not run  FAIL");
                     ok = false;
                 }
+            }
+        }
+        // Teams of four where teams of two would leave half the warps idle (`wide`): rows as
+        // long as the 30B shape's FFN down (Q6_K, 19 968 columns: six rings of two slots),
+        // alone and after a Q4_K matrix of the same width. Counted.
+        let cols = 19968;
+        let wide_specs = [(GgmlType::Q6_K, 45), (GgmlType::Q4_K, 13)];
+        let mut wide_data = Vec::new();
+        for &(ty, n) in &wide_specs {
+            wide_data.push(matrix(&mut rng, ty, n, cols, 0.05)?);
+        }
+        let wide_ts: Vec<Tensor<'_>> = wide_specs
+            .iter()
+            .zip(&wide_data)
+            .enumerate()
+            .map(|(i, (&(ty, rows), d))| Tensor {
+                ty,
+                rows,
+                cols,
+                data: d,
+                id: 1950 + i as u32,
+            })
+            .collect();
+        p.cu.upload(&wide_ts).map_err(|e| e.to_string())?;
+        p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
+            wide: true,
+            ..glimmer_jetson::TmaGemv::DEFAULT
+        });
+        for ws in [&wide_ts.iter().collect::<Vec<_>>()[..], &[&wide_ts[0]][..]] {
+            let label = format!("matmul_many{}_tma_wide_{cols}", ws.len());
+            let before = p.cu.gemv_tma_wide_launches;
+            ok &= check_matmul_many(&mut p, &mut rng, ws, 1, &label)?;
+            if p.cu.gemv_tma_wide_launches != before + 1 {
+                println!("{label}: the teams-of-four kernel did not run  FAIL");
+                ok = false;
             }
         }
     }
