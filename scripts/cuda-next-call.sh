@@ -17,7 +17,7 @@ t e2e-mid-def 40 $C e2e --model $M/mid.gguf --tokens 48
 t e2e-mid-all3 40 env GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_GEMV_NEXT=8192 $C e2e --model $M/mid.gguf --tokens 48
 t e2e-mid-r2t2 40 env GLIMMER_GEMV_TMA=2:24:2:1:2 $C e2e --model $M/mid.gguf --tokens 48
 t synth-full 60 $C synth --out $M/full.gguf --full
-for v in "def=" "all3=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1" "grid=GLIMMER_FUSE_NORM=3" "next8=GLIMMER_GEMV_NEXT=8192" "all3next8=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_GEMV_NEXT=8192" "r2t2=GLIMMER_GEMV_TMA=2:24:2:1:2" "attngrid=GLIMMER_FUSE_ATTN=1 GLIMMER_FUSE_NORM=3" "gridqk=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1" "next32=GLIMMER_GEMV_NEXT=32768" "next2=GLIMMER_GEMV_NEXT=2048"; do
+for v in "def=" "all3=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1" "grid=GLIMMER_FUSE_NORM=3" "next8=GLIMMER_GEMV_NEXT=8192" "all3next8=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_GEMV_NEXT=8192" "r2t2=GLIMMER_GEMV_TMA=2:24:2:1:2" "attngrid=GLIMMER_FUSE_ATTN=1 GLIMMER_FUSE_NORM=3" "gridqk=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1" "next32=GLIMMER_GEMV_NEXT=32768" "next2=GLIMMER_GEMV_NEXT=2048" "wide=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1"; do
   TL=0 t bench-${v%%=*} 50 env ${v#*=} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|copy" $OUT/bench-${v%%=*}.log | head -8
 done
