@@ -360,6 +360,9 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) attn_split(ATTN_SPLIT_
 // Status: written in session 17; see BENCHMARKS.md for whether it has run on a GPU.
 struct KtAttnPro {
     static constexpr bool fresh = true;
+    static constexpr bool stages_act = false;
+    __device__ __forceinline__ void stage(u8*, float2*, int) const {}
+    __device__ __forceinline__ void finish() const {}
     const float* q;
     const u16* kv;
     const u32* slot;

@@ -686,9 +686,15 @@ struct KtNoEp {
 // barrier (the attention of gemv_k_multi_tma1_t2_attn*, attention.cu). `fresh`: that work
 // wrote the activation row in this launch, so it is read through L2 (__ldcg), not the
 // read-only path.
+// `stages_act`: `stage` writes the activation row into shared memory itself (sa: kt_pa layout,
+// sd: the (d, d·sum) pairs) instead of the body loading it from aq / ads; `finish` runs once the
+// block's items are done (the deferred norm of gemv_k_multi_tma1_t2_prenorm, norm.cu).
 struct KtNoPro {
     static constexpr bool fresh = false;
+    static constexpr bool stages_act = false;
     __device__ __forceinline__ void run() const {}
+    __device__ __forceinline__ void stage(u8*, float2*, int) const {}
+    __device__ __forceinline__ void finish() const {}
 };
 
 // The bulk-copy kernels' dynamic shared memory (for code outside the body that lays its own
@@ -776,7 +782,8 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
         for (int j = pre; j < stages && j < mine; ++j) issue(j);
     pro.run();
     const size_t ar = blockIdx.y;
-    {
+    if (Pro::stages_act) pro.stage(sa, sd, cols);
+    else {
         const uint4* ga = (const uint4*)(aq + ar * cols);
         const float2* gd = ads + ar * (cols >> 5);
         for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x)
@@ -826,6 +833,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     }
     // This team's items are done: its share of the next launch's first weights into L2.
     if (leader && nxt_bytes) kt_prefetch_next(nxt, nxt_bytes, team, teams);
+    pro.finish();
 #endif
 }
 

@@ -546,3 +546,146 @@ extern "C" __global__ void __launch_bounds__(768, 1)
                       w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds, part, bar,
                       KtNoPro());
 }
+
+// ---- The norms deferred into the next bulk-copy GEMV ($GLIMMER_FUSE_NORM=4) ----
+// Sessions 14-19 measured what a norm launch between two GEMVs costs (~6 us a norm, 0.6 ms a
+// token on the 30B shape) and found it is the launch boundary, not the norm's arithmetic: the
+// 52-block split norm cost the same as the one-block one, and folding the norm into the GEMV
+// before it behind a grid barrier (FUSE_NORM=3) saved nothing on the H100 (session 19), a grid
+// barrier costing about what a boundary does. Here nothing waits: the GEMV that *reads* the
+// norm's output computes it itself. Every block loads the branch output y and the residual x
+// (one row, dim values, through L2), runs the norms as norm_add_rmsnorm_q8_f32 / add_rmsnorm_q8
+// do (same roundings, f64 sums: every block gets the same bits), and quantizes the result
+// straight into its shared-memory activation row, in place of loading aq / ads. The block then
+// arrives at a split grid barrier (`bar`: grid_barrier's two counters) and goes on with its
+// items, whose first copies were asked for before the wait on the previous kernel, as always.
+// Once its items are done, it waits for the barrier's generation to move (every block has read
+// x and y by then: in practice it already has) and writes its share of the 32-value groups of
+// what the norm launch would have written: y (normed, with a post-norm), x, out (f32) and the
+// q8_1 row in aq / ads, so later ops read the same memory as after the two launches.
+// Arguments: the bulk-copy kernel's, then x, y, pw (null: no post-norm), peps, nw (null: gain
+// 1), nout, eps, bar. Needs dim (= cols) % 32 == 0, dim <= PRE_VALUES * blockDim.x, one
+// activation row (gridDim.y == 1), and y, x, nout, the outputs and aq / ads distinct.
+// Status: written in session 19; see BENCHMARKS.md for whether it has run on a GPU.
+#define PRE_VALUES 16
+#define KT_PRE_RED KT_NORM_RED
+static_assert(KT_PRE_RED + 32 * sizeof(double) + 16 <= KT_BAR_BYTES, "the deferred norm's sums fit the barrier area");
+
+struct KtPreNormPro {
+    static constexpr bool fresh = false;
+    static constexpr bool stages_act = true;
+    float* x;
+    float* y;
+    const float* pw;
+    float peps;
+    const float* nw;
+    float* nout;
+    float eps;
+    i8* q;
+    float2* ds;
+    u32* bar;
+    __device__ __forceinline__ void run() const {}
+    // The block's reduction scratch (32 doubles), then the two scales and the barrier
+    // generation this block saw before arriving.
+    __device__ __forceinline__ double* part() const { return (double*)(kt_smem_base() + KT_PRE_RED); }
+    __device__ __forceinline__ float* scales() const { return (float*)(part() + 32); }
+    __device__ __forceinline__ void stage(u8* sa, float2* sd, int dim) const {
+        const int t = threadIdx.x, bd = blockDim.x;
+        float xv[PRE_VALUES], yv[PRE_VALUES];
+#pragma unroll
+        for (int k = 0; k < PRE_VALUES; ++k) {
+            const int i = t + k * bd;
+            xv[k] = i < dim ? __ldcg(x + i) : 0.0f;
+            yv[k] = i < dim ? __ldcg(y + i) : 0.0f;
+        }
+        float ys = 1.0f;
+        if (pw) {
+            double sy = 0.0;
+#pragma unroll
+            for (int k = 0; k < PRE_VALUES; ++k) sy += (double)(yv[k] * yv[k]);
+            ys = rms_scale(block_sum_f64(sy, part()), dim, peps);
+        }
+        double s = 0.0;
+#pragma unroll
+        for (int k = 0; k < PRE_VALUES; ++k) {
+            const int i = t + k * bd;
+            const float b = pw && i < dim ? __fmul_rn(__fmul_rn(yv[k], ys), __ldg(pw + i)) : yv[k];
+            xv[k] = __fadd_rn(xv[k], b);
+            s += (double)(xv[k] * xv[k]);
+        }
+        const float scale = rms_scale(block_sum_f64(s, part()), dim, eps);
+#pragma unroll
+        for (int k = 0; k < PRE_VALUES; ++k) {
+            const int i = t + k * bd;
+            // dim % 32 == 0 and blockDim.x % 32 == 0: a warp is wholly inside or outside.
+            if (i < dim) {
+                float v = __fmul_rn(xv[k], scale);
+                v = nw ? __fmul_rn(v, __ldg(nw + i)) : v;
+                const float amax = warp_max(fabsf(v));
+                const float d = amax / 127.0f;
+                const int qi = amax == 0.0f ? 0 : __float2int_rn(v / d);
+                sa[kt_pa((u32)i)] = (u8)(i8)qi;
+                const int sq = warp_sum_int(qi);
+                if ((t & 31) == 0) sd[i >> 5] = make_float2(d, d * (float)sq);
+            }
+        }
+        // Every thread has read x and y: arrive (the generation is read first).
+        __syncthreads();
+        if (t == 0) {
+            float* sc = scales();
+            sc[0] = ys;
+            sc[1] = scale;
+            volatile u32* gen = bar + 1;
+            ((u32*)sc)[2] = *gen;
+            __threadfence();
+            if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+                atomicExch(bar, 0u);
+                __threadfence();
+                atomicAdd(bar + 1, 1u);
+            }
+        }
+    }
+    __device__ __forceinline__ void finish() const {
+        const int dim = cols_;
+        __syncthreads();
+        const float* sc = scales();
+        if (threadIdx.x == 0) {
+            volatile u32* gen = bar + 1;
+            const u32 g = ((const u32*)sc)[2];
+            u32 spins = 0;
+            while (*gen == g) {
+                __nanosleep(32);
+                if (++spins > (1u << 24)) __trap();
+            }
+            __threadfence();
+        }
+        __syncthreads();
+        const float ys = sc[0], scale = sc[1];
+        const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+        for (int g = blockIdx.x + warp * (int)gridDim.x; g < (dim >> 5); g += warps * (int)gridDim.x) {
+            const int i = 32 * g + lane;
+            const float yo = __ldcg(y + i);
+            const float b = pw ? __fmul_rn(__fmul_rn(yo, ys), __ldg(pw + i)) : yo;
+            const float r = __fadd_rn(__ldcg(x + i), b);
+            if (pw) y[i] = b;
+            x[i] = r;
+            float v = __fmul_rn(r, scale);
+            v = nw ? __fmul_rn(v, __ldg(nw + i)) : v;
+            nout[i] = v;
+            quantize_lane_q8(v, (size_t)i, q, ds);
+        }
+    }
+    int cols_;
+};
+
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma1_t2_prenorm(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x, float* __restrict__ y,
+                                 const float* __restrict__ pw, float peps, const float* __restrict__ nw,
+                                 float* __restrict__ nout, float eps, u32* bar) {
+#if __CUDA_ARCH__ >= 900
+    const KtPreNormPro pro = {x, y, pw, peps, nw, nout, eps, const_cast<i8*>(aq), const_cast<float2*>(ads), bar, cols};
+    KtNoEp ep;
+    gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
+                                       rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep, pro);
+#endif
+}

@@ -205,6 +205,11 @@ pub struct CudaBackend {
     /// How many fused `matmul_add_rmsnorm` launches (any kind) this backend has made
     /// (checks read it to see that the fused path ran).
     pub fused_norms: u64,
+    /// The branch end whose norms wait for the next op ([`NormFusion::Pre`]): `None` between
+    /// ops unless the last op was a `matmul_add_rmsnorm` that deferred them.
+    pub(crate) pending_norm: Option<crate::ops::PendingNorm>,
+    /// How many deferred norms ran inside the next GEMV's launch (checks read it).
+    pub deferred_norms: u64,
     /// Whether `qkv_attn_inputs` at one row runs as one launch,
     /// `gemv_k_multi_tma1_t2_qkprep` (the Q/K/V/gate matmuls, a grid barrier, then
     /// `attn_inputs`' work; where the bulk-copy kernels run with teams of two, as by
@@ -416,16 +421,25 @@ pub enum NormFusion {
     /// On compute capability 9.0 and later with a bulk-copy setting of teams of two (the
     /// default), `gemv_k_multi_tma1_t2_gridnorm`: the same after the bulk-copy GEMV.
     Grid,
+    /// The norms wait for the op after the matmul: where that is a one-row bulk-copy
+    /// `matmul_many` over the norm's output (the next block's Q/K/V or FFN gate/up),
+    /// `gemv_k_multi_tma1_t2_prenorm` runs them in its own blocks (each computes the norm of
+    /// the one row into its shared-memory activations; a split grid barrier lets each then
+    /// write its share of the norm's outputs after its items), so no norm launch and no launch
+    /// boundary stands between the two GEMVs; any other op first runs the norm launch as
+    /// [`Self::Off`] does. Written in session 19 (kernels/norm.cu).
+    Pre,
 }
 
 impl NormFusion {
     /// `$GLIMMER_FUSE_NORM`: 1 is [`Self::Tail`], 2 [`Self::Split`], 3 [`Self::Grid`],
-    /// anything else (or unset) [`Self::Off`].
+    /// 4 [`Self::Pre`], anything else (or unset) [`Self::Off`].
     pub fn from_env() -> Self {
         match std::env::var("GLIMMER_FUSE_NORM").as_deref().map(str::trim) {
             Ok("1") => Self::Tail,
             Ok("2") => Self::Split,
             Ok("3") => Self::Grid,
+            Ok("4") => Self::Pre,
             _ => Self::Off,
         }
     }
@@ -525,6 +539,8 @@ impl CudaBackend {
             norm_blocks,
             grid_bar: gpu.alloc(8)?,
             fused_norms: 0,
+            pending_norm: None,
+            deferred_norms: 0,
             cap,
             gpu,
         })
@@ -588,6 +604,7 @@ impl CudaBackend {
         if slot >= self.kvl.slots {
             return Err(CudaError::KvRange);
         }
+        self.flush_norm()?;
         self.slot
             .sync_dev(&self.gpu, &[slot as u32], self.capturing)
     }
@@ -595,6 +612,7 @@ impl CudaBackend {
     /// Loads the tokens and positions of the next forward call into device memory (a graph
     /// replay reads them from there).
     pub fn set_inputs(&mut self, tokens: &[u32], positions: &[u32]) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.tokens.sync_dev(&self.gpu, tokens, self.capturing)?;
         self.positions
             .sync_dev(&self.gpu, positions, self.capturing)
@@ -605,6 +623,7 @@ impl CudaBackend {
         if src.len() != dst.len {
             return Err(CudaError::BadRegion);
         }
+        self.flush_norm()?;
         let p = self.at(dst)?;
         self.qx = None;
         self.gpu.upload(p, src)
@@ -612,6 +631,7 @@ impl CudaBackend {
 
     /// Index of the largest value in `x` (lowest index on ties), computed on the device.
     pub fn argmax(&mut self, x: Buf) -> Result<u32, CudaError> {
+        self.flush_norm()?;
         let p = self.at(x)?;
         let f = raw(&self.gpu.fns().argmax);
         self.gpu.launch(

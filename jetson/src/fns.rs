@@ -74,8 +74,10 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_tma1_t2_qkprep` (`_t2`, then `attn_inputs`, kernels/attn_inputs.cu),
     /// `gemv_k_multi_tma1_t2_attn` / `_attn_gridnorm` (attention, a grid barrier, then
     /// `_t2`, and then the grid-barrier norm in the second; kernels/attention.cu), and
-    /// `gemv_k_multi_tma2_t2` (two rows an item, teams of two warps).
-    pub gemv_multi_tma: [CudaFunction; 11],
+    /// `gemv_k_multi_tma2_t2` (two rows an item, teams of two warps), and
+    /// `gemv_k_multi_tma1_t2_prenorm` (`_t2` that runs the previous branch end's deferred
+    /// norms itself, kernels/norm.cu).
+    pub gemv_multi_tma: [CudaFunction; 12],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -145,6 +147,7 @@ impl Fns {
                 f("gemv_k_multi_tma1_t2_attn")?,
                 f("gemv_k_multi_tma1_t2_attn_gridnorm")?,
                 f("gemv_k_multi_tma2_t2")?,
+                f("gemv_k_multi_tma1_t2_prenorm")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

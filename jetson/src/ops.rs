@@ -45,6 +45,7 @@ const ATT_ARGS: usize = 23;
 // it, and with `attn_inputs` after it, fit a launch's arguments.
 const _: () = assert!(4 + 6 * 4 + KT_ARGS + ATT_ARGS + NORM_TAIL_ARGS <= MAX_ARGS);
 const _: () = assert!(4 + 6 * 4 + KT_ARGS + QK_TAIL_ARGS <= MAX_ARGS);
+const _: () = assert!(PRE_ARGS <= QK_TAIL_ARGS);
 
 /// The bulk-copy kernels' own arguments after the multi-GEMV's (`KT_PARAMS`,
 /// kernels/gemv_k.cu): stages, slot bytes, `pre`, and the next launch's weights to fetch into
@@ -80,6 +81,39 @@ enum NormTail<'a> {
     /// `gemv_k_multi_tma1_t2_qkprep`: a grid barrier, then `attn_inputs`' work (bulk-copy
     /// kernels only; elsewhere the launch is refused and the caller runs the two ops).
     Qk(&'a [Arg; QK_TAIL_ARGS]),
+    /// `gemv_k_multi_tma1_t2_prenorm`: a deferred branch end's norms in front of the matmuls
+    /// ([`NormFusion::Pre`]; bulk-copy kernels only, else refused).
+    Pre(&'a [Arg; PRE_ARGS]),
+}
+
+/// `gemv_k_multi_tma1_t2_prenorm`'s own arguments: x, y, pw, peps, nw, nout, eps, bar.
+const PRE_ARGS: usize = 8;
+
+/// Values a thread of `gemv_k_multi_tma1_t2_prenorm` holds while it runs the norms
+/// (`PRE_VALUES`, kernels/norm.cu): the row may be at most this many times the block's threads.
+const PRE_VALUES: usize = 16;
+
+/// A norm launch's device addresses: x, y (`None`: no residual add), the post-norm's gain and
+/// epsilon (`None`: none), the norm's gain (0: 1), out; the row width and epsilon.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NormPtrs {
+    xp: u64,
+    yp: Option<u64>,
+    post: Option<(u64, f32)>,
+    w: u64,
+    op: u64,
+    dim: usize,
+    eps: f32,
+}
+
+/// A branch end's norms, deferred to the next op ([`NormFusion::Pre`]): the regions the op
+/// that takes them must keep clear of, and the norm launch that runs them otherwise.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PendingNorm {
+    x: Buf,
+    y: Buf,
+    out: Buf,
+    ptrs: NormPtrs,
 }
 
 /// The widest row `gemv_k_multi_norm`'s last block normalizes (`MN_VALUES` values for each of
@@ -207,7 +241,9 @@ impl CudaBackend {
             2
         };
         debug_assert!(
-            tail.is_none() || rows == 1 && (ws.len() == 1 || matches!(tail, Some(NormTail::Qk(_))))
+            tail.is_none()
+                || rows == 1
+                    && (ws.len() == 1 || matches!(tail, Some(NormTail::Qk(_) | NormTail::Pre(_))))
         );
         // Attention in front: one row of one matrix, and the bulk-copy kernels only.
         if head.is_some()
@@ -255,8 +291,10 @@ impl CudaBackend {
             }
         }
         let xp = self.at(x)?;
-        // With attention in front, the launch itself writes the quantized row.
-        if head.is_none() {
+        // With attention or the deferred norms in front, the launch itself writes the
+        // quantized row.
+        let pre = matches!(tail, Some(NormTail::Pre(_)));
+        if head.is_none() && !pre {
             self.quantize_input(xp, rows, cols)?;
         }
         let mut args = [Arg::I(0); 4 + 6 * SEGS];
@@ -319,6 +357,7 @@ impl CudaBackend {
             (Some(NormTail::Grid(a)), Some(_)) => Some(Some((9, &a[..]))),
             (Some(NormTail::Grid(a)), None) if !self.gemv_probe => Some(Some((6, &a[..]))),
             (Some(NormTail::Qk(a)), None) if !self.gemv_probe => Some(Some((7, &a[..]))),
+            (Some(NormTail::Pre(a)), None) if !self.gemv_probe => Some(Some((11, &a[..]))),
             _ => None,
         };
         let tma = self
@@ -353,6 +392,8 @@ impl CudaBackend {
                 Some(_) => attn_tma_layout(cfg, cols, max_rb, optin),
                 None => tma_layout(cfg, cols, max_rb, optin).map(|l| (l, l.smem)),
             };
+            // The deferred norms hold PRE_VALUES values of the row a thread.
+            let layout = layout.filter(|(l, _)| !pre || cols <= PRE_VALUES * 32 * l.warps as usize);
             if let Some((l, smem)) = layout {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
@@ -414,7 +455,7 @@ impl CudaBackend {
                 return Ok(Some(blocks as u32));
             }
         }
-        if head.is_some() {
+        if head.is_some() || pre {
             return Ok(None);
         }
         // The fused launches: one wave, at most the `norm_blocks` partial sums `norm_part`
@@ -432,7 +473,7 @@ impl CudaBackend {
             Some(NormTail::Tail(a)) => (&fns.gemv_multi_norm.0, fns.gemv_multi_norm.1, a),
             Some(NormTail::Sums(a)) => (&fns.gemv_multi_sums.0, fns.gemv_multi_sums.1, a),
             Some(NormTail::Grid(a)) => (&fns.gemv_multi_gridnorm.0, fns.gemv_multi_gridnorm.1, a),
-            Some(NormTail::Qk(_)) => return Ok(None),
+            Some(NormTail::Qk(_) | NormTail::Pre(_)) => return Ok(None),
         };
         let mut blocks = grid(wpb, wave(per_sm));
         if tail.is_some() {
@@ -840,6 +881,40 @@ impl CudaBackend {
         if rows == 0 {
             return Ok(());
         }
+        let yp = match y {
+            Some(y) => Some(self.at(y)?),
+            None => None,
+        };
+        let post = match (y, post) {
+            (Some(_), Some((pw, peps))) => Some((self.norm_weight(pw, dim)?, peps)),
+            _ => None,
+        };
+        self.launch_norm(
+            NormPtrs {
+                xp,
+                yp,
+                post,
+                w,
+                op,
+                dim,
+                eps,
+            },
+            rows,
+        )
+    }
+
+    /// The norm launch of [`Self::norm`] (its regions checked, its addresses resolved) over
+    /// `rows` rows.
+    fn launch_norm(&mut self, n: NormPtrs, rows: usize) -> Result<(), CudaError> {
+        let NormPtrs {
+            xp,
+            yp,
+            post,
+            w,
+            op,
+            dim,
+            eps,
+        } = n;
         // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
         let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
         // (x, [y, [pw, peps,]] w, out, dim, eps, q, ds): the kernels without q8 output stop
@@ -851,10 +926,10 @@ impl CudaBackend {
             n += 1;
         };
         push(Arg::P(xp));
-        if let Some(y) = y {
-            push(Arg::P(self.at(y)?));
+        if let Some(yp) = yp {
+            push(Arg::P(yp));
             if let Some((pw, peps)) = post {
-                push(Arg::P(self.norm_weight(pw, dim)?));
+                push(Arg::P(pw));
                 push(Arg::F(peps));
             }
         }
@@ -875,7 +950,7 @@ impl CudaBackend {
             && rows <= self.cap.chunk
             && dim <= self.cap.max_cols.div_ceil(32) * 32;
         let fns = self.gpu.fns();
-        let (plain, q8) = match (y, post) {
+        let (plain, q8) = match (yp, post) {
             (Some(_), Some(_)) => (&fns.norm_add_rmsnorm, &fns.norm_add_rmsnorm_q8),
             (Some(_), None) => (&fns.add_rmsnorm, &fns.add_rmsnorm_q8),
             (None, _) => (&fns.rmsnorm, &fns.rmsnorm_q8),
@@ -889,6 +964,111 @@ impl CudaBackend {
             self.gpu
                 .launch(raw(plain), (rows as u32, 1, 1), threads, &args[..n - 2])
         }
+    }
+
+    /// Runs the deferred norms, if any, as their own launch ([`NormFusion::Pre`]: every op
+    /// but the `matmul_many` that can take them calls this first).
+    pub(crate) fn flush_norm(&mut self) -> Result<(), CudaError> {
+        match self.pending_norm.take() {
+            Some(p) => self.launch_norm(p.ptrs, 1),
+            None => Ok(()),
+        }
+    }
+
+    /// `matmul_many` over the deferred norms' output at one row ([`NormFusion::Pre`]): one
+    /// `gemv_k_multi_tma1_t2_prenorm` launch runs the norms and the matmuls. Returns whether
+    /// it did; if not, the norms are still pending.
+    fn take_norm(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<bool, CudaError> {
+        let Some(p) = self.pending_norm else {
+            return Ok(false);
+        };
+        let clear = |o: &Buf| o.disjoint(p.x) && o.disjoint(p.y) && o.disjoint(p.out);
+        if rows != 1 || x != p.out || !outs.iter().all(clear) {
+            return Ok(false);
+        }
+        let n = p.ptrs;
+        let (pw, peps) = n.post.unwrap_or((0, 0.0));
+        let args = [
+            Arg::P(n.xp),
+            Arg::P(n.yp.unwrap_or(0)),
+            Arg::P(pw),
+            Arg::F(peps),
+            Arg::P(n.w),
+            Arg::P(n.op),
+            Arg::F(n.eps),
+            Arg::P(self.grid_bar.ptr()),
+        ];
+        if self
+            .matmul_multi(ws, x, 1, outs, Some(NormTail::Pre(&args)), None)?
+            .is_none()
+        {
+            return Ok(false);
+        }
+        self.pending_norm = None;
+        self.deferred_norms += 1;
+        self.qx = Some((n.op, 1, n.dim));
+        Ok(true)
+    }
+
+    /// `matmul_add_rmsnorm`'s norms deferred to the next op ([`NormFusion::Pre`]), where
+    /// `gemv_k_multi_tma1_t2_prenorm` could take them: one row, a bulk-copy setting of teams of
+    /// two on compute capability 9.0 or later, the matmul's width, distinct regions. Returns
+    /// whether it deferred them; the matmul itself has run either way.
+    fn defer_norm(&mut self, e: &BranchEnd<'_, '_>, rows: usize) -> Result<bool, CudaError> {
+        let BranchEnd {
+            y,
+            x,
+            post,
+            weight,
+            dim,
+            eps,
+            out,
+        } = *e;
+        let regions = [y, x, out];
+        let distinct = regions
+            .iter()
+            .enumerate()
+            .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)));
+        if self.fuse_norm != NormFusion::Pre
+            || rows != 1
+            || self.gemv_tma.is_none_or(|c| c.team != 2)
+            || self.gemv_probe
+            || self.gpu.compute_capability().0 < 9
+            || !dim.is_multiple_of(256)
+            || dim > self.cap.max_cols
+            || y.len != dim
+            || x.len != dim
+            || out.len != dim
+            || !distinct
+        {
+            return Ok(false);
+        }
+        let w = match weight {
+            Some(t) => self.norm_weight(t, dim)?,
+            None => 0,
+        };
+        let post = match post {
+            Some((t, peps)) => Some((self.norm_weight(t, dim)?, peps)),
+            None => None,
+        };
+        let ptrs = NormPtrs {
+            xp: self.at(x)?,
+            yp: Some(self.at(y)?),
+            post,
+            w,
+            op: self.at(out)?,
+            dim,
+            eps,
+        };
+        self.qx = None;
+        self.pending_norm = Some(PendingNorm { x, y, out, ptrs });
+        Ok(true)
     }
 
     /// What a bulk-copy launch whose first matrix is `first` asks L2 to fetch once its items
@@ -1042,6 +1222,7 @@ impl Backend for CudaBackend {
     type Error = CudaError;
 
     fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         let t = self.weight(table)?;
         if out.len != tokens.len() * t.cols || tokens.is_empty() {
@@ -1076,6 +1257,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.norm(x, None, None, weight, dim, eps, out)
     }
 
@@ -1088,6 +1270,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.norm(x, Some(y), None, weight, dim, eps, out)
     }
 
@@ -1102,6 +1285,7 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.norm(x, Some(y), Some((post, post_eps)), weight, dim, eps, out)
     }
 
@@ -1112,14 +1296,19 @@ impl Backend for CudaBackend {
         rows: usize,
         e: &BranchEnd<'_, '_>,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         if self.matmul_norm_fused(w, a, rows, e, None)? {
             return Ok(());
         }
         self.matmul(w, a, rows, e.y)?;
+        if self.defer_norm(e, rows)? {
+            return Ok(());
+        }
         self.branch_norms(e)
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
+        self.flush_norm()?;
         let d = self.weight(w)?;
         if x.len != rows * d.cols || out.len != rows * d.rows || !x.disjoint(out) {
             return Err(CudaError::BadRegion);
@@ -1172,6 +1361,7 @@ impl Backend for CudaBackend {
         base: f32,
         style: RopeStyle,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         if x.len != positions.len() * n_heads * head_dim || rope_dim > head_dim {
             return Err(CudaError::BadRegion);
@@ -1207,6 +1397,7 @@ impl Backend for CudaBackend {
         v: Buf,
         positions: &[u32],
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         let n = positions.len();
         let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
@@ -1244,6 +1435,7 @@ impl Backend for CudaBackend {
         positions: &[u32],
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.attend(p, q, positions, None, out)
     }
 
@@ -1255,6 +1447,7 @@ impl Backend for CudaBackend {
         gate: Buf,
         out: Buf,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.attend(p, q, positions, Some(gate), out)
     }
 
@@ -1269,6 +1462,7 @@ impl Backend for CudaBackend {
         wo: &Tensor<'_>,
         e: &BranchEnd<'_, '_>,
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         if !(self.fuse_attn && positions.len() == 1) {
             return attend_then_project(self, p, q, positions, gate, att, wo, e);
         }
@@ -1307,6 +1501,7 @@ impl Backend for CudaBackend {
         v: Buf,
         positions: &[u32],
     ) -> Result<(), CudaError> {
+        self.flush_norm()?;
         let launch = self.attn_inputs_args(p, q, k, v, positions)?;
         self.launch_attn_inputs(&launch, positions.len())
     }
@@ -1330,6 +1525,7 @@ impl Backend for CudaBackend {
         if !(self.fuse_qk && positions.len() == 1 && ws.len() == outs.len()) {
             return qkv_then_attn_inputs(self, ws, x, q, k, v, gate, p, positions);
         }
+        self.flush_norm()?;
         let launch = self.attn_inputs_args(p, q, k, v, positions)?;
         let mut tail = [Arg::I(0); QK_TAIL_ARGS];
         tail[..QK_TAIL_ARGS - 1].copy_from_slice(&launch.0);
@@ -1354,6 +1550,10 @@ impl Backend for CudaBackend {
         rows: usize,
         outs: &[Buf],
     ) -> Result<(), CudaError> {
+        if self.take_norm(ws, x, rows, outs)? {
+            return Ok(());
+        }
+        self.flush_norm()?;
         if self.matmul_multi(ws, x, rows, outs, None, None)?.is_some() {
             return Ok(());
         }
@@ -1413,6 +1613,7 @@ impl Backend for CudaBackend {
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         if gate.len != up.len || !gate.disjoint(up) {
             return Err(CudaError::BadRegion);
@@ -1427,6 +1628,7 @@ impl Backend for CudaBackend {
     }
 
     fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         if x.len != gate.len || !x.disjoint(gate) {
             return Err(CudaError::BadRegion);
@@ -1437,6 +1639,7 @@ impl Backend for CudaBackend {
     }
 
     fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
@@ -1448,6 +1651,7 @@ impl Backend for CudaBackend {
     }
 
     fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         if x.len != y.len || !x.disjoint(y) {
             return Err(CudaError::BadRegion);
@@ -1458,6 +1662,7 @@ impl Backend for CudaBackend {
     }
 
     fn scale(&mut self, x: Buf, s: f32) -> Result<(), CudaError> {
+        self.flush_norm()?;
         self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
@@ -1465,6 +1670,7 @@ impl Backend for CudaBackend {
     }
 
     fn read(&mut self, src: Buf, dst: &mut [f32]) -> Result<(), CudaError> {
+        self.flush_norm()?;
         if dst.len() != src.len {
             return Err(CudaError::BadRegion);
         }

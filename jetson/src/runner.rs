@@ -125,7 +125,8 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         self.backend.qx = None;
         let r = self
             .model
-            .forward(&mut self.backend, &[token], pos, LogitRows::Last);
+            .forward(&mut self.backend, &[token], pos, LogitRows::Last)
+            .and_then(|n| Ok(self.backend.flush_norm().map(|()| n)?));
         self.backend.capturing = false;
         self.backend.qx = None;
         // End the capture whatever happened, so the stream is usable again.

@@ -63,7 +63,8 @@ impl Pair {
         let cap = Capacity {
             arena_len: ARENA,
             chunk: 64,
-            max_cols: 4096,
+            // The 30B shape's FFN width: the teams-of-four check below takes rows that long.
+            max_cols: 19968,
             n_head: N_HEAD,
             head_dim_v: HEAD,
         };
@@ -939,6 +940,59 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             }
         }
         p.cu.gemv_next_bytes = next_default;
+    }
+    // A branch end's norms deferred into the next bulk-copy GEMV (`NormFusion::Pre`,
+    // `gemv_k_multi_tma1_t2_prenorm`, sm_90): the projection then a `matmul_many` of two
+    // matrices over the norm's output, which takes the norms (counted); and the projection
+    // alone, whose norms then run as their own launch before the read (counted: none taken).
+    // y, x, the norm's output and the matmuls against the CPU's separate ops.
+    if p.cu.gpu().compute_capability().0 >= 9 {
+        p.cu.fuse_norm = NormFusion::Pre;
+        p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv::DEFAULT);
+        for (w, wname) in [(&wo, "q4_K"), (&wd, "q6_K")] {
+            for post in [None, Some(&pt)] {
+                for take in [true, false, true] {
+                    let (a, y, xr, nb) = (buf(A, ff), buf(B, cols), buf(C, cols), buf(D, cols));
+                    let (m0, m1) = (buf(S, 96), buf(S + 96, 96));
+                    p.put(a, &rng.vec(a.len, 1.0))?;
+                    p.put(xr, &rng.vec(xr.len, 1.0))?;
+                    for r in [y, nb, m0, m1] {
+                        p.poison(r)?;
+                    }
+                    let before = p.cu.deferred_norms;
+                    let e = branch_end(y, xr, post, Some(&gt), w.rows, nb);
+                    p.run(|b| {
+                        b.b_matmul_add_rmsnorm(w, a, 1, &e)?;
+                        match take {
+                            true => b.b_matmul_many(&[&wt, &wt], nb, 1, &[m0, m1]),
+                            false => Ok(()),
+                        }
+                    })?;
+                    let taken = p.cu.deferred_norms - before;
+                    let name = format!(
+                        "prenorm_{}{wname}_{}",
+                        if post.is_some() { "post_" } else { "" },
+                        if take { "taken" } else { "flushed" }
+                    );
+                    if taken != u64::from(take) {
+                        println!(
+                            "{name}: {taken} deferred norms taken, expected {}  FAIL",
+                            u64::from(take)
+                        );
+                        ok = false;
+                    }
+                    let tol = matmul_tol(w.ty);
+                    ok &= p.check(&format!("{name}_y"), y, tol)?;
+                    ok &= p.check(&format!("{name}_x"), xr, tol)?;
+                    ok &= p.check(&format!("{name}_out"), nb, tol)?;
+                    if take {
+                        ok &= p.check(&format!("{name}_matmul0"), m0, tol)?;
+                        ok &= p.check(&format!("{name}_matmul1"), m1, tol)?;
+                    }
+                }
+            }
+        }
+        p.cu.fuse_norm = fuse_default;
     }
     p.cu.gemv_tma = tma_default;
     p.put(x, &xv)?;
