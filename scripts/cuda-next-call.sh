@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the device machine (see /work/.library/device): the checks and timings that session 17's
-# kernels still need, most wanted first, so that a call cut short at its limit still brings
+# On the device machine (see /work/.library/device): the checks and timings that session 19's
+# kernels need, most wanted first, so that a call cut short at its limit still brings
 # back the first rows. Logs are tarred into $OUT/logs.tgz every 30 s (a call returns at most
 # eight files). Carries a stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh).
 R=$OUT; OUT=/tmp/glimmer-logs; mkdir -p $OUT; export OUT
@@ -11,14 +11,15 @@ chmod +x devcarry/*; . scripts/cuda-libs.sh
 C=devcarry/cuda-check
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
 t() { local n=$1 lim=$2; shift 2; local t0=$(date +%s); timeout $lim "$@" > $OUT/$n.log 2>&1; echo "== $n rc=$? $(( $(date +%s)-t0 ))s"; tail -n ${TL:-3} $OUT/$n.log; }
-t ops 60 $C ops --seed 28; grep -c PASS $OUT/ops.log; grep FAIL $OUT/ops.log | head -5
+t ops 60 $C ops --seed 29; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5; grep -cE "^(prenorm|matmul_many[12]_tma_wide)" $OUT/ops.log
 t synth-mid 30 $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
-t e2e-mid-def 40 $C e2e --model $M/mid.gguf --tokens 48
-t e2e-mid-all3 40 env GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_GEMV_NEXT=8192 $C e2e --model $M/mid.gguf --tokens 48
-t e2e-mid-r2t2 40 env GLIMMER_GEMV_TMA=2:24:2:1:2 $C e2e --model $M/mid.gguf --tokens 48
+TL=4 t e2e-mid-def 40 $C e2e --model $M/mid.gguf --tokens 48
+TL=4 t e2e-mid-pre 40 env GLIMMER_FUSE_NORM=4 $C e2e --model $M/mid.gguf --tokens 48
+TL=4 t e2e-mid-prewide 40 env GLIMMER_FUSE_NORM=4 GLIMMER_GEMV_TMA=2:24:1:1:2:0:1 $C e2e --model $M/mid.gguf --tokens 48
 t synth-full 60 $C synth --out $M/full.gguf --full
-for v in "def=" "all3=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1" "grid=GLIMMER_FUSE_NORM=3" "next8=GLIMMER_GEMV_NEXT=8192" "all3next8=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_GEMV_NEXT=8192" "r2t2=GLIMMER_GEMV_TMA=2:24:2:1:2" "attngrid=GLIMMER_FUSE_ATTN=1 GLIMMER_FUSE_NORM=3" "gridqk=GLIMMER_FUSE_NORM=3 GLIMMER_FUSE_QK=1" "next32=GLIMMER_GEMV_NEXT=32768" "next2=GLIMMER_GEMV_NEXT=2048" "wide=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1"; do
+W=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
+for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "prewide=GLIMMER_FUSE_NORM=4 $W" "prewiden1=GLIMMER_FUSE_NORM=4 $W GLIMMER_GEMV_NEXT=1024" "wide=$W" "widen1=$W GLIMMER_GEMV_NEXT=1024" "def2="; do
   TL=0 t bench-${v%%=*} 50 env ${v#*=} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
-  grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|copy" $OUT/bench-${v%%=*}.log | head -8
+  grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|memcpy" $OUT/bench-${v%%=*}.log | sed 's/PDL.*launches)//' | head -8
 done
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l

@@ -165,6 +165,13 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
         ok &= tally.real == 0;
     }
 
+    // Which fused paths the decode steps took (a knob that silently fell back shows as 0).
+    let b = m.backend();
+    println!(
+        "  decode launches: {} bulk-copy ({} teams of four), {} fused norms, {} deferred norms taken",
+        b.gemv_tma_launches, b.gemv_tma_wide_launches, b.fused_norms, b.deferred_norms
+    );
+
     // Prefill with every row's logits (one chunk).
     let rows = n.min(chunk);
     let got = m
