@@ -13,9 +13,10 @@ nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
 t() { local n=$1 lim=$2; shift 2; local t0=$(date +%s); timeout $lim "$@" > $OUT/$n.log 2>&1; echo "== $n rc=$? $(( $(date +%s)-t0 ))s"; tail -n ${TL:-3} $OUT/$n.log; }
 t ops 60 $C ops --seed 29; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5; grep -cE "^(prenorm|matmul_many[12]_tma_wide)" $OUT/ops.log
 t synth-mid 30 $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
-TL=4 t e2e-mid-def 40 $C e2e --model $M/mid.gguf --tokens 48
-TL=4 t e2e-mid-pre 40 env GLIMMER_FUSE_NORM=4 $C e2e --model $M/mid.gguf --tokens 48
-TL=4 t e2e-mid-prewide 40 env GLIMMER_FUSE_NORM=4 GLIMMER_GEMV_TMA=2:24:1:1:2:0:1 $C e2e --model $M/mid.gguf --tokens 48
+TL=1 t e2e-mid-def 40 $C e2e --model $M/mid.gguf --tokens 48
+TL=1 t e2e-mid-pre 40 env GLIMMER_FUSE_NORM=4 $C e2e --model $M/mid.gguf --tokens 48
+TL=1 t e2e-mid-prewide 40 env GLIMMER_FUSE_NORM=4 GLIMMER_GEMV_TMA=2:24:1:1:2:0:1 $C e2e --model $M/mid.gguf --tokens 48
+grep -H "^  decode\|^  prefill\|slot 1" $OUT/e2e-mid-*.log | cut -c1-220
 t synth-full 60 $C synth --out $M/full.gguf --full
 W=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
 for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "prewide=GLIMMER_FUSE_NORM=4 $W" "prewiden1=GLIMMER_FUSE_NORM=4 $W GLIMMER_GEMV_NEXT=1024" "wide=$W" "widen1=$W GLIMMER_GEMV_NEXT=1024" "def2="; do
