@@ -19,7 +19,7 @@ TL=1 t e2e-mid-prewide 40 env GLIMMER_FUSE_NORM=4 GLIMMER_GEMV_TMA=2:24:1:1:2:0:
 grep -H "^  decode\|^  prefill\|slot 1" $OUT/e2e-mid-*.log | cut -c1-220
 t synth-full 60 $C synth --out $M/full.gguf --full
 W=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
-for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "prewide=GLIMMER_FUSE_NORM=4 $W" "prewiden1=GLIMMER_FUSE_NORM=4 $W GLIMMER_GEMV_NEXT=1024" "wide=$W" "widen1=$W GLIMMER_GEMV_NEXT=1024" "def2="; do
+for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "prewide=GLIMMER_FUSE_NORM=4 $W" "prewiden1=GLIMMER_FUSE_NORM=4 $W GLIMMER_GEMV_NEXT=1024" "wide=$W"; do
   TL=0 t bench-${v%%=*} 50 env ${v#*=} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|memcpy" $OUT/bench-${v%%=*}.log | sed 's/PDL.*launches)//' | head -8
 done
