@@ -93,6 +93,14 @@ const PRE_ARGS: usize = 8;
 /// (`PRE_VALUES`, kernels/norm.cu): the row may be at most this many times the block's threads.
 const PRE_VALUES: usize = 16;
 
+/// Whether no two of `regions` overlap.
+fn all_disjoint(regions: &[Buf]) -> bool {
+    regions
+        .iter()
+        .enumerate()
+        .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)))
+}
+
 /// A norm launch's device addresses: x, y (`None`: no residual add), the post-norm's gain and
 /// epsilon (`None`: none), the norm's gain (0: 1), out; the row width and epsilon.
 #[derive(Clone, Copy, Debug)]
@@ -611,11 +619,7 @@ impl CudaBackend {
             eps,
             out,
         } = *e;
-        let regions = [a, y, x, out];
-        let distinct = regions
-            .iter()
-            .enumerate()
-            .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)));
+        let distinct = all_disjoint(&[a, y, x, out]);
         let mode = self.fuse_norm;
         if mode == NormFusion::Off
             || (head.is_some() && mode != NormFusion::Grid)
@@ -1030,11 +1034,7 @@ impl CudaBackend {
             eps,
             out,
         } = *e;
-        let regions = [y, x, out];
-        let distinct = regions
-            .iter()
-            .enumerate()
-            .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)));
+        let distinct = all_disjoint(&[y, x, out]);
         if self.fuse_norm != NormFusion::Pre
             || rows != 1
             || self.gemv_tma.is_none_or(|c| c.team != 2)

@@ -469,6 +469,40 @@ fn check_matmul_many(
     Ok(ok)
 }
 
+/// Random weights for each `(type, rows)` of `specs`, `cols` wide (values up to `scale`).
+fn matrices(
+    rng: &mut Rng,
+    specs: &[(GgmlType, usize)],
+    cols: usize,
+    scale: f32,
+) -> Result<Vec<Vec<u8>>, String> {
+    specs
+        .iter()
+        .map(|&(ty, n)| matrix(rng, ty, n, cols, scale))
+        .collect()
+}
+
+/// The tensors over `data` (as [`matrices`] made it for `specs`), ids from `id0`.
+fn tensors<'a>(
+    specs: &[(GgmlType, usize)],
+    data: &'a [Vec<u8>],
+    cols: usize,
+    id0: u32,
+) -> Vec<Tensor<'a>> {
+    specs
+        .iter()
+        .zip(data)
+        .enumerate()
+        .map(|(i, (&(ty, rows), d))| Tensor {
+            ty,
+            rows,
+            cols,
+            data: d,
+            id: id0 + i as u32,
+        })
+        .collect()
+}
+
 /// Runs every check; returns whether all passed.
 pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     let mut p = Pair::new(gpu)?;
@@ -530,22 +564,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         (GgmlType::Q6_K, 255),
         (GgmlType::Q4_K, 512),
     ];
-    let mut data = Vec::new();
-    for &(ty, n) in &specs {
-        data.push(matrix(&mut rng, ty, n, cols, 0.1)?);
-    }
-    let ts: Vec<Tensor<'_>> = specs
-        .iter()
-        .zip(&data)
-        .enumerate()
-        .map(|(i, (&(ty, rows), d))| Tensor {
-            ty,
-            rows,
-            cols,
-            data: d,
-            id: 1900 + i as u32,
-        })
-        .collect();
+    let data = matrices(&mut rng, &specs, cols, 0.1)?;
+    let ts = tensors(&specs, &data, cols, 1900);
     p.cu.upload(&ts).map_err(|e| e.to_string())?;
     let multi_default = p.cu.gemv_multi;
     let prefetch_default = p.cu.gemv_prefetch;
@@ -623,22 +643,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         // alone and after a Q4_K matrix of the same width. Counted.
         let cols = 19968;
         let wide_specs = [(GgmlType::Q6_K, 45), (GgmlType::Q4_K, 13)];
-        let mut wide_data = Vec::new();
-        for &(ty, n) in &wide_specs {
-            wide_data.push(matrix(&mut rng, ty, n, cols, 0.05)?);
-        }
-        let wide_ts: Vec<Tensor<'_>> = wide_specs
-            .iter()
-            .zip(&wide_data)
-            .enumerate()
-            .map(|(i, (&(ty, rows), d))| Tensor {
-                ty,
-                rows,
-                cols,
-                data: d,
-                id: 1950 + i as u32,
-            })
-            .collect();
+        let wide_data = matrices(&mut rng, &wide_specs, cols, 0.05)?;
+        let wide_ts = tensors(&wide_specs, &wide_data, cols, 1950);
         p.cu.upload(&wide_ts).map_err(|e| e.to_string())?;
         p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
             wide: true,
