@@ -418,28 +418,40 @@ extern "C" __global__ void __launch_bounds__(256)
 // measured there in session 16: -0.11 ms a token against the register-kernel step, but its
 // GEMV is a register kernel, so with the bulk-copy default it loses (BENCHMARKS.md).
 
+// Thread 0 only: arrives at the barrier `bar` of `n` blocks and returns the generation it
+// arrived in (read before arriving); the last to arrive resets the arrivals and moves the
+// generation on.
+__device__ __forceinline__ u32 grid_arrive(u32* bar, u32 n) {
+    volatile u32* gen = bar + 1;
+    const u32 g = *gen;
+    __threadfence();
+    if (atomicAdd(bar, 1u) == n - 1) {
+        atomicExch(bar, 0u);
+        __threadfence();
+        atomicAdd(bar + 1, 1u);
+    }
+    return g;
+}
+
+// Thread 0 only: waits until the generation of `bar` has moved on from `g` (every block has
+// arrived), then makes what they wrote before arriving visible. Traps after ~1 s (a launch of
+// more blocks than can be resident would otherwise hang).
+__device__ __forceinline__ void grid_wait(u32* bar, u32 g) {
+    volatile u32* gen = bar + 1;
+    u32 spins = 0;
+    while (*gen == g) {
+        __nanosleep(64);
+        if (++spins > (1u << 24)) __trap();
+    }
+    __threadfence();
+}
+
 // Waits until all `n` blocks of the grid have called it with the same `bar`; what any block
-// wrote before it is visible to every block after it (through L2). A barrier that does not
-// complete within ~1 s traps (a launch of more blocks than can be resident would otherwise hang).
+// wrote before it is visible to every block after it (through L2). The arrival and the wait
+// split apart: gemv_k_multi_tma1_t2_prenorm arrives early and waits late.
 __device__ __forceinline__ void grid_barrier(u32* bar, u32 n) {
     __syncthreads();
-    if (threadIdx.x == 0) {
-        volatile u32* gen = bar + 1;
-        const u32 g = *gen;
-        __threadfence();
-        if (atomicAdd(bar, 1u) == n - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            u32 spins = 0;
-            while (*gen == g) {
-                __nanosleep(64);
-                if (++spins > (1u << 24)) __trap();
-            }
-        }
-        __threadfence();
-    }
+    if (threadIdx.x == 0) grid_wait(bar, grid_arrive(bar, n));
     __syncthreads();
 }
 
@@ -635,30 +647,14 @@ struct KtPreNormPro {
             float* sc = scales();
             sc[0] = ys;
             sc[1] = scale;
-            volatile u32* gen = bar + 1;
-            ((u32*)sc)[2] = *gen;
-            __threadfence();
-            if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-                atomicExch(bar, 0u);
-                __threadfence();
-                atomicAdd(bar + 1, 1u);
-            }
+            ((u32*)sc)[2] = grid_arrive(bar, gridDim.x);
         }
     }
     __device__ __forceinline__ void finish() const {
         const int dim = cols_;
         __syncthreads();
         const float* sc = scales();
-        if (threadIdx.x == 0) {
-            volatile u32* gen = bar + 1;
-            const u32 g = ((const u32*)sc)[2];
-            u32 spins = 0;
-            while (*gen == g) {
-                __nanosleep(32);
-                if (++spins > (1u << 24)) __trap();
-            }
-            __threadfence();
-        }
+        if (threadIdx.x == 0) grid_wait(bar, ((const u32*)sc)[2]);
         __syncthreads();
         const float ys = sc[0], scale = sc[1];
         const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
