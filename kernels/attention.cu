@@ -357,7 +357,8 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS) attn_split(ATTN_SPLIT_
 // attn_split's (q8 / ds8 are aq / ads), then the barrier; `_gridnorm` then has
 // gemv_k_multi_tma1_t2_gridnorm's tail (the barrier last, used twice). Each worker's AttnSmem
 // lies after the rings. ($GLIMMER_FUSE_ATTN=1, off by default.)
-// Status: written in session 17; see BENCHMARKS.md for whether it has run on a GPU.
+// Status: its decode ran in session 19 (H100: `cuda-check e2e` tallies unchanged) and lost
+// 0.3-0.35 ms a token against the attention launch it replaces (BENCHMARKS.md); off.
 struct KtAttnPro {
     static constexpr bool fresh = true;
     static constexpr bool stages_act = false;

@@ -490,8 +490,9 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 // bulk-copy GEMVs it would replace on the output projection and FFN down; this keeps their
 // weights on the bulk copies. Arguments: the bulk-copy kernel's, then the tail's (as
 // gemv_k_multi_gridnorm). The grid is at most one block a multiprocessor, all resident.
-// Status: written in session 16 after the last device call; not yet run on a GPU
-// ($GLIMMER_FUSE_NORM=3 where the bulk-copy kernels run).
+// Status ($GLIMMER_FUSE_NORM=3 where the bulk-copy kernels run): checked on the H100 in session
+// 17 (cuda-check ops) and measured there in session 19: the norm launches go (0.65 -> 0.02 ms a
+// token) but its GEMVs take what they saved (135.2 against 135.3 tok/s); off.
 
 // The four sums over the rows an item's leader lane stores (x and pw of the item's rows are
 // loaded before its bulk copy is waited on).
@@ -578,7 +579,7 @@ extern "C" __global__ void __launch_bounds__(768, 1)
 // Arguments: the bulk-copy kernel's, then x, y, pw (null: no post-norm), peps, nw (null: gain
 // 1), nout, eps, bar. Needs dim (= cols) % 32 == 0, dim <= PRE_VALUES * blockDim.x, one
 // activation row (gridDim.y == 1), and y, x, nout, the outputs and aq / ads distinct.
-// Status: written in session 19; see BENCHMARKS.md for whether it has run on a GPU.
+// Status: written in session 19 after the last device call; not yet run on a GPU.
 #define PRE_VALUES 16
 #define KT_PRE_RED KT_NORM_RED
 static_assert(KT_PRE_RED + 32 * sizeof(double) + 16 <= KT_BAR_BYTES, "the deferred norm's sums fit the barrier area");

@@ -166,8 +166,10 @@ pub struct CudaBackend {
     /// the matmul's own launch ([`NormFusion::Grid`]; −0.11 ms a token with the register kernels
     /// on the H200, but slower than the bulk-copy default; where the bulk-copy setting has
     /// teams of two, as the default does, it runs in `gemv_k_multi_tma1_t2_gridnorm` instead,
-    /// not yet run on a GPU).
-    /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split) or 3 (grid) chooses (a measuring knob).
+    /// which saved nothing on the H100 in session 19), or in the next GEMV's launch
+    /// ([`NormFusion::Pre`], written in session 19, not yet run on a GPU).
+    /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split), 3 (grid) or 4 (pre) chooses (a measuring
+    /// knob).
     /// Tail and split are correct and both measured slower on the H100's 30B-shape decode
     /// (BENCHMARKS.md sessions 13–14: tail 127 → 83 tok/s, split −0.19 ms a token: the wide
     /// norm launch costs what the one-block launch did, and the GEMV that leaves the sums is
@@ -214,7 +216,7 @@ pub struct CudaBackend {
     /// `gemv_k_multi_tma1_t2_qkprep` (the Q/K/V/gate matmuls, a grid barrier, then
     /// `attn_inputs`' work; where the bulk-copy kernels run with teams of two, as by
     /// default on compute capability 9.0 and later). `$GLIMMER_FUSE_QK=1` (a measuring knob,
-    /// off by default: written in session 16, not yet run on a GPU).
+    /// off by default: 0.12 ms a token slower than the two launches on the H100, session 19).
     pub fuse_qk: bool,
     /// How many such one-launch `qkv_attn_inputs` this backend has made (checks read it).
     pub fused_qk: u64,
@@ -222,8 +224,8 @@ pub struct CudaBackend {
     /// projection in one launch, `gemv_k_multi_tma1_t2_attn` (or, with
     /// [`NormFusion::Grid`], `gemv_k_multi_tma1_t2_attn_gridnorm`, the norms after it too):
     /// where the bulk-copy kernels run with teams of two, as by default on compute capability
-    /// 9.0 and later. `$GLIMMER_FUSE_ATTN=1` (a measuring knob, off by default: written in
-    /// session 17).
+    /// 9.0 and later. `$GLIMMER_FUSE_ATTN=1` (a measuring knob, off by default: 0.3 ms a token
+    /// slower than the two launches on the H100, session 19).
     pub fuse_attn: bool,
     /// How many such one-launch `attention_project` this backend has made (checks read it).
     pub fused_attn: u64,
@@ -231,7 +233,8 @@ pub struct CudaBackend {
     /// fetch once its own items are done (so that HBM keeps streaming through its tail and
     /// barriers); 0: none. The next launch is the one that followed the same matrix last time
     /// (learned from the step before). `$GLIMMER_GEMV_NEXT` in KiB (a measuring knob, off by
-    /// default: written in session 17, not yet run on a GPU); at most 2 GiB.
+    /// default: no gain at 1–2 KiB and a loss from 8 KiB on the H100, session 19); at most
+    /// 2 GiB.
     pub gemv_next_bytes: u32,
     /// Each bulk-copy launch's successor, as last seen.
     pub(crate) gemv_next: NextWeights,
@@ -317,7 +320,7 @@ pub struct TmaGemv {
     /// Warps sharing each ring (1, 2 or 4; above one, the team's warps split its
     /// super-blocks, and items are one row, except that with teams of two `item_rows` 2 takes
     /// two where the two-row slots still give as many warps as one-row slots would:
-    /// `gemv_k_multi_tma2_t2`, written in session 17, not yet run on a GPU).
+    /// `gemv_k_multi_tma2_t2`, 1.6 % slower than one row on the H100, session 19).
     pub team: u32,
     /// How many of each ring's first items are asked for before the wait on the previous
     /// kernel (1..=stages; 0: all `stages`); the rest right after it. Deeper early copies
@@ -328,17 +331,20 @@ pub struct TmaGemv {
     /// at least half of `max_warps` unused (the 30B shape's FFN down: 16 KiB Q6_K rows, six
     /// rings, 12 of 24 warps) take teams of four instead (`gemv_k_multi_tma1_t4`), so that
     /// the same bytes in flight get twice the warps for their arithmetic. Plain launches only
-    /// (the fused norm, Q/K prep and attention kernels have teams of two). Session 19, not
-    /// yet run on a GPU: off by default.
+    /// (the fused norm, Q/K prep and attention kernels have teams of two). On by default:
+    /// H100, session 19, 135.1–135.4 → 135.9–136.4 tok/s on the 30B shape (FFN down's GEMV
+    /// time −0.06 ms a token), steady over four runs in three calls.
     pub wide: bool,
 }
 
 impl TmaGemv {
     /// The default on compute capability 9.0 and later: two slots, up to 24 warps a block in
-    /// teams of two sharing each ring, one row an item. Measured on the H200 (BENCHMARKS.md,
-    /// session 16): 144.9 tok/s with `gemv_k_multi` on the 30B shape, 164.8 with this; the
-    /// other shapes tried (8, 12, 16, 20 and 24 warps alone, three slots, teams of four) were
-    /// slower.
+    /// teams of two sharing each ring, one row an item, teams of four where the rings leave
+    /// half the warps idle ([`Self::wide`]). Measured on the H200 (BENCHMARKS.md, session 16):
+    /// 144.9 tok/s with `gemv_k_multi` on the 30B shape, 164.8 with this but `wide`; the other
+    /// shapes tried there and on the H100 in session 19 (8 to 24 warps alone, three or four
+    /// slots, fewer early copies, teams of four everywhere, two rows an item, 12 warps) were
+    /// slower. `wide` was added on the H100 (+0.5 %), not yet timed on the H200.
     pub const DEFAULT: TmaGemv = TmaGemv {
         stages: 2,
         max_warps: 24,
@@ -346,7 +352,7 @@ impl TmaGemv {
         min_warps: 1,
         team: 2,
         pre: 0,
-        wide: false,
+        wide: true,
     };
 
     /// `$GLIMMER_GEMV_TMA`: unset or `1`, [`Self::DEFAULT`]; `0`, `None` (every multi-GEMV

@@ -36,8 +36,9 @@
 //! - **Weights by bulk copy** (compute capability 9.0 and later, the default there): the one-row
 //!   multi-GEMVs run `gemv_k_multi_tma1_t2`, whose warps have the multiprocessor's bulk-copy
 //!   unit stream whole weight rows into rings in shared memory (asked for before the wait on
-//!   the previous kernel), two warps sharing each ring, and a Q4_K super-block four lanes
-//!   ([`TmaGemv::DEFAULT`]; H200: 144.9 -> 164.8 tok/s on the 30B shape).
+//!   the previous kernel), two warps sharing each ring (four where the rows are so long that
+//!   few rings fit: FFN down), and a Q4_K super-block four lanes ([`TmaGemv::DEFAULT`]; H200:
+//!   144.9 -> 164.8 tok/s on the 30B shape; teams of four for FFN down +0.5 % on the H100).
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
@@ -48,7 +49,8 @@
 //! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_FUSE_NORM` (1: the
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
 //! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
-//! bulk-copy kernel where that runs; [`NormFusion`]),
+//! bulk-copy kernel where that runs; 4: the norms deferred into the next GEMV's launch;
+//! [`NormFusion`]),
 //! `GLIMMER_FUSE_QK` (1: the Q/K/V/gate matmuls and `attn_inputs` in one bulk-copy launch,
 //! [`CudaBackend::fuse_qk`]),
 //! `GLIMMER_FUSE_ATTN` (1: attention in front of the output projection in one bulk-copy

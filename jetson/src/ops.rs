@@ -1957,7 +1957,11 @@ mod tests {
         assert_eq!((l4.warps, l4.slot, l4.smem), (24, l.slot, l.smem));
         // Not fused launches, the probe, or without the setting.
         assert!(!wide_teams(wide, l, false));
-        assert!(!wide_teams(TmaGemv::DEFAULT, l, true));
+        let narrow = TmaGemv {
+            wide: false,
+            ..TmaGemv::DEFAULT
+        };
+        assert!(!wide_teams(narrow, l, true));
         // Q/K/V (Q6_K V rows of 6656: 5504 bytes) and the output projection keep teams of
         // two: their rings give every warp.
         for (cols, rb) in [(6656, 5504), (6656, 3744), (4096, 3360)] {
@@ -1970,12 +1974,20 @@ mod tests {
     #[test]
     fn bulk_copy_setting_parses_or_is_refused() {
         assert_eq!(TmaGemv::parse("1"), Some(TmaGemv::DEFAULT));
-        assert_eq!(TmaGemv::parse("2:24:1:1:2"), Some(TmaGemv::DEFAULT));
+        assert_eq!(TmaGemv::parse("2:24:1:1:2:0:1"), Some(TmaGemv::DEFAULT));
+        assert_eq!(
+            TmaGemv::parse("2:24:1:1:2"),
+            Some(TmaGemv {
+                wide: false,
+                ..TmaGemv::DEFAULT
+            })
+        );
         assert_eq!(
             TmaGemv::parse("3:24:1:1:2:1"),
             Some(TmaGemv {
                 stages: 3,
                 pre: 1,
+                wide: false,
                 ..TmaGemv::DEFAULT
             })
         );
