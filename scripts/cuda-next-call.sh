@@ -15,11 +15,12 @@ t ops 60 $C ops --seed 29; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/
 t synth-mid 30 $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
 TL=1 t e2e-mid-def 40 $C e2e --model $M/mid.gguf --tokens 48
 TL=1 t e2e-mid-pre 40 env GLIMMER_FUSE_NORM=4 $C e2e --model $M/mid.gguf --tokens 48
-TL=1 t e2e-mid-prewide 40 env GLIMMER_FUSE_NORM=4 GLIMMER_GEMV_TMA=2:24:1:1:2:0:1 $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|^  prefill\|slot 1" $OUT/e2e-mid-*.log | cut -c1-220
 t synth-full 60 $C synth --out $M/full.gguf --full
-W=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
-for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "prewide=GLIMMER_FUSE_NORM=4 $W" "prewiden1=GLIMMER_FUSE_NORM=4 $W GLIMMER_GEMV_NEXT=1024" "wide=$W"; do
+# The default (FFN down in teams of four since session 19), the deferred norms, session 16's
+# default (teams of two everywhere), the deferred norms on it, the default again.
+N=GLIMMER_GEMV_TMA=2:24:1:1:2
+for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "narrow=$N" "prenarrow=GLIMMER_FUSE_NORM=4 $N" "def2="; do
   TL=0 t bench-${v%%=*} 50 env ${v#*=} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|memcpy" $OUT/bench-${v%%=*}.log | sed 's/PDL.*launches)//' | head -8
 done
