@@ -29,17 +29,7 @@ export GLIMMER_CUDA_CACHE="$MODELS/kernel-cache"
 . "$(dirname "$0")/cuda-libs.sh"
 
 log() { echo "== $*" | tee -a "$OUT/run.log"; }
-step() { # name, command...
-  local name=$1; shift
-  log "$name: $*"
-  local t0=$(date +%s)
-  timeout "$STEP_TIMEOUT" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "   rc=$rc ($(( $(date +%s) - t0 )) s)" | tee -a "$OUT/run.log"
-  tail -n 40 "$OUT/$name.log"
-  echo "STEP|$name|rc=$rc" >> "$OUT/steps.txt"
-  return 0
-}
+TAIL=${TAIL:-40}  # `step` (cuda-libs.sh) shows each step's last 40 log lines
 
 touch "$OUT/steps.txt"
 log "machine"; { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv; nproc; free -g; df -h /tmp; } > "$OUT/machine.txt" 2>&1; cat "$OUT/machine.txt"

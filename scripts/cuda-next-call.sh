@@ -10,18 +10,17 @@ M=/tmp/glimmer-models; export GLIMMER_CUDA_CACHE=$M/kernel-cache; mkdir -p $M
 chmod +x devcarry/*; . scripts/cuda-libs.sh
 C=devcarry/cuda-check
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
-t() { local n=$1 lim=$2; shift 2; local t0=$(date +%s); timeout $lim "$@" > $OUT/$n.log 2>&1; echo "== $n rc=$? $(( $(date +%s)-t0 ))s"; tail -n ${TL:-3} $OUT/$n.log; }
-t ops 60 $C ops --seed 29; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5; grep -cE "^(prenorm|matmul_many[12]_tma_wide)" $OUT/ops.log
-t synth-mid 30 $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
-TL=1 t e2e-mid-def 40 $C e2e --model $M/mid.gguf --tokens 48
-TL=1 t e2e-mid-pre 40 env GLIMMER_FUSE_NORM=4 $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 29; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5; grep -cE "^(prenorm|matmul_many[12]_tma_wide)" $OUT/ops.log
+STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-def $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-pre env GLIMMER_FUSE_NORM=4 $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|^  prefill\|slot 1" $OUT/e2e-mid-*.log | cut -c1-220
-t synth-full 60 $C synth --out $M/full.gguf --full
+STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
 # The default (FFN down in teams of four since session 19), the deferred norms, session 16's
 # default (teams of two everywhere), the deferred norms on it, the default again.
 N=GLIMMER_GEMV_TMA=2:24:1:1:2
 for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "narrow=$N" "prenarrow=GLIMMER_FUSE_NORM=4 $N" "def2="; do
-  TL=0 t bench-${v%%=*} 50 env ${v#*=} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
+  STEP_TIMEOUT=50 TAIL=0 step bench-${v%%=*} env ${v#*=} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|memcpy" $OUT/bench-${v%%=*}.log | sed 's/PDL.*launches)//' | head -8
 done
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l

@@ -28,13 +28,6 @@ mkdir -p "$OUT" "$M"
 chmod +x "$B"/* 2>/dev/null
 export GLIMMER_CUDA_CACHE="$M/kernel-cache"
 . "$(dirname "$0")/cuda-libs.sh"
-step() { # name, command...: runs with a time limit, logs to $OUT/name.log, shows the tail
-  local name=$1; shift
-  local t0; t0=$(date +%s)
-  timeout "${STEP_TIMEOUT:-300}" "$@" > "$OUT/$name.log" 2>&1
-  echo "== $name rc=$? ($(( $(date +%s) - t0 )) s)"
-  tail -n "${TAIL:-6}" "$OUT/$name.log"
-}
 first=$(ls "$B"/cuda-check* | head -n 1)
 
 if [ "${SKIP_CHECKS:-0}" != 1 ]; then
