@@ -1025,15 +1025,7 @@ impl CudaBackend {
     /// two on compute capability 9.0 or later, the matmul's width, distinct regions. Returns
     /// whether it deferred them; the matmul itself has run either way.
     fn defer_norm(&mut self, e: &BranchEnd<'_, '_>, rows: usize) -> Result<bool, CudaError> {
-        let BranchEnd {
-            y,
-            x,
-            post,
-            weight,
-            dim,
-            eps,
-            out,
-        } = *e;
+        let (y, x, out, dim) = (e.y, e.x, e.out, e.dim);
         let distinct = all_disjoint(&[y, x, out]);
         if self.fuse_norm != NormFusion::Pre
             || rows != 1
@@ -1049,11 +1041,11 @@ impl CudaBackend {
         {
             return Ok(false);
         }
-        let w = match weight {
+        let w = match e.weight {
             Some(t) => self.norm_weight(t, dim)?,
             None => 0,
         };
-        let post = match post {
+        let post = match e.post {
             Some((t, peps)) => Some((self.norm_weight(t, dim)?, peps)),
             None => None,
         };
@@ -1064,7 +1056,7 @@ impl CudaBackend {
             w,
             op: self.at(out)?,
             dim,
-            eps,
+            eps: e.eps,
         };
         self.qx = None;
         self.pending_norm = Some(PendingNorm { x, y, out, ptrs });
