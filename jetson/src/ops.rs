@@ -101,6 +101,14 @@ fn all_disjoint(regions: &[Buf]) -> bool {
         .all(|(i, r)| regions[i + 1..].iter().all(|o| r.disjoint(*o)))
 }
 
+/// Whether `e` is one row of the model width (y, x and out `dim` long) and its regions, and
+/// the matmul's input `a` if given, all distinct: what the fused and deferred norms need.
+fn one_row_end(e: &BranchEnd<'_, '_>, a: Option<Buf>) -> bool {
+    let r = [e.y, e.x, e.out, a.unwrap_or(e.y)];
+    let n = if a.is_some() { 4 } else { 3 };
+    r[..3].iter().all(|b| b.len == e.dim) && all_disjoint(&r[..n])
+}
+
 /// A norm launch's device addresses: x, y (`None`: no residual add), the post-norm's gain and
 /// epsilon (`None`: none), the norm's gain (0: 1), out; the row width and epsilon.
 #[derive(Clone, Copy, Debug)]
@@ -619,7 +627,6 @@ impl CudaBackend {
             eps,
             out,
         } = *e;
-        let distinct = all_disjoint(&[a, y, x, out]);
         let mode = self.fuse_norm;
         if mode == NormFusion::Off
             || (head.is_some() && mode != NormFusion::Grid)
@@ -628,10 +635,7 @@ impl CudaBackend {
             || !dim.is_multiple_of(32)
             || (mode == NormFusion::Tail && dim > NORM_TAIL_MAX_DIM)
             || dim > self.cap.max_cols
-            || y.len != dim
-            || x.len != dim
-            || out.len != dim
-            || !distinct
+            || !one_row_end(e, Some(a))
         {
             return Ok(false);
         }
@@ -909,16 +913,8 @@ impl CudaBackend {
 
     /// The norm launch of [`Self::norm`] (its regions checked, its addresses resolved) over
     /// `rows` rows.
-    fn launch_norm(&mut self, n: NormPtrs, rows: usize) -> Result<(), CudaError> {
-        let NormPtrs {
-            xp,
-            yp,
-            post,
-            w,
-            op,
-            dim,
-            eps,
-        } = n;
+    fn launch_norm(&mut self, p: NormPtrs, rows: usize) -> Result<(), CudaError> {
+        let (dim, post) = (p.dim, p.post);
         // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
         let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
         // (x, [y, [pw, peps,]] w, out, dim, eps, q, ds): the kernels without q8 output stop
@@ -929,8 +925,8 @@ impl CudaBackend {
             args[n] = a;
             n += 1;
         };
-        push(Arg::P(xp));
-        if let Some(yp) = yp {
+        push(Arg::P(p.xp));
+        if let Some(yp) = p.yp {
             push(Arg::P(yp));
             if let Some((pw, peps)) = post {
                 push(Arg::P(pw));
@@ -938,10 +934,10 @@ impl CudaBackend {
             }
         }
         for a in [
-            Arg::P(w),
-            Arg::P(op),
+            Arg::P(p.w),
+            Arg::P(p.op),
             Arg::int(dim)?,
-            Arg::F(eps),
+            Arg::F(p.eps),
             Arg::P(self.aq.ptr()),
             Arg::P(self.ads.ptr()),
         ] {
@@ -954,7 +950,7 @@ impl CudaBackend {
             && rows <= self.cap.chunk
             && dim <= self.cap.max_cols.div_ceil(32) * 32;
         let fns = self.gpu.fns();
-        let (plain, q8) = match (yp, post) {
+        let (plain, q8) = match (p.yp, post) {
             (Some(_), Some(_)) => (&fns.norm_add_rmsnorm, &fns.norm_add_rmsnorm_q8),
             (Some(_), None) => (&fns.add_rmsnorm, &fns.add_rmsnorm_q8),
             (None, _) => (&fns.rmsnorm, &fns.rmsnorm_q8),
@@ -962,7 +958,7 @@ impl CudaBackend {
         if fuse {
             self.gpu
                 .launch(raw(q8), (rows as u32, 1, 1), threads, &args[..n])?;
-            self.qx = Some((op, rows, dim));
+            self.qx = Some((p.op, rows, dim));
             Ok(())
         } else {
             self.gpu
@@ -1026,7 +1022,6 @@ impl CudaBackend {
     /// whether it deferred them; the matmul itself has run either way.
     fn defer_norm(&mut self, e: &BranchEnd<'_, '_>, rows: usize) -> Result<bool, CudaError> {
         let (y, x, out, dim) = (e.y, e.x, e.out, e.dim);
-        let distinct = all_disjoint(&[y, x, out]);
         if self.fuse_norm != NormFusion::Pre
             || rows != 1
             || self.gemv_tma.is_none_or(|c| c.team != 2)
@@ -1034,10 +1029,7 @@ impl CudaBackend {
             || self.gpu.compute_capability().0 < 9
             || !dim.is_multiple_of(256)
             || dim > self.cap.max_cols
-            || y.len != dim
-            || x.len != dim
-            || out.len != dim
-            || !distinct
+            || !one_row_end(e, None)
         {
             return Ok(false);
         }
@@ -1747,8 +1739,35 @@ pub fn attn_tma_layout(
 #[cfg(test)]
 mod tests {
     use super::{
-        attn_tma_layout, auto_smem, team_warps, tma_layout, wide_teams, TmaGemv, ATT_SMEM,
+        attn_tma_layout, auto_smem, one_row_end, team_warps, tma_layout, wide_teams, TmaGemv,
+        ATT_SMEM,
     };
+    use glimmer_core::exec::{BranchEnd, Buf};
+
+    #[test]
+    fn fused_norms_need_one_distinct_row() {
+        let b = |off, len| Buf { off, len };
+        let end = |y, x, out| BranchEnd {
+            y,
+            x,
+            post: None,
+            weight: None,
+            dim: 64,
+            eps: 1e-6,
+            out,
+        };
+        let e = end(b(0, 64), b(64, 64), b(128, 64));
+        assert!(one_row_end(&e, None));
+        assert!(one_row_end(&e, Some(b(192, 256))));
+        // The matmul's input over the residual, or the output over y: refused.
+        assert!(!one_row_end(&e, Some(b(100, 10))));
+        assert!(!one_row_end(&end(b(0, 64), b(64, 64), b(32, 64)), None));
+        // Two rows (or any other length than the width): refused.
+        assert!(!one_row_end(
+            &end(b(0, 128), b(128, 128), b(256, 128)),
+            None
+        ));
+    }
 
     #[test]
     fn attention_workers_fit_after_the_rings() {
