@@ -716,8 +716,29 @@ __device__ __forceinline__ u32 kt_ring_off(int cols) {
 // once its items are done (`nxt`, `nxt_bytes`: the next launch's first weights, so that HBM
 // keeps streaming through this launch's tail and barriers; 0 bytes: none), split evenly over
 // every team of the grid.
-#define KT_PARAMS int stages, u32 slot_bytes, int pre, const u8 *nxt, u32 nxt_bytes
-#define KT_ARGS stages, slot_bytes, pre, nxt, nxt_bytes
+#define KT_PARAMS int stages, u32 slot_bytes, int pre, const u8 *nxt, u32 nxt_bytes, u64 *trace
+#define KT_ARGS stages, slot_bytes, pre, nxt, nxt_bytes, trace
+
+// The launch timeline (`trace` non-null: `cuda-check timeline`, CudaBackend::trace_gemvs):
+// thread 0 of each block leaves KT_TRACE_POINTS (global ns timer, SM clock) pairs at
+// trace[blockIdx.x * 2 * KT_TRACE_POINTS]: entry, the previous kernel waited on, the
+// activation row staged, its team's first item landed, its team's items done, and the
+// block's end (after a block barrier, taken only when tracing).
+// Compiled in only with KT_TRACE=1 ($GLIMMER_CUDA_DEFINES), so the kernels that decode runs are
+// unchanged otherwise.
+#ifndef KT_TRACE
+#define KT_TRACE 0
+#endif
+#define KT_TRACE_POINTS 6
+__device__ __forceinline__ void kt_stamp(u64* trace, int k) {
+    if (KT_TRACE && trace && threadIdx.x == 0) {
+        u64 t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        u64* r = trace + (size_t)blockIdx.x * (2 * KT_TRACE_POINTS) + 2 * k;
+        r[0] = t;
+        r[1] = (u64)clock64();
+    }
+}
 
 // Team `team` (of `teams` a block)'s share of the `nxt_bytes` at `nxt` into L2 (its leader
 // lane; see KT_PARAMS).
@@ -735,6 +756,7 @@ __device__ __forceinline__ void kt_prefetch_next(const u8* nxt, u32 nxt_bytes, i
 template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp, class Pro = KtNoPro>
 __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS, Ep& ep, const Pro& pro = Pro()) {
 #if __CUDA_ARCH__ >= 900
+    kt_stamp(trace, 0);
     u8* kt_smem = kt_smem_base();
     const KSeg s0 = {w0, rb0, n0, t0, o0}, s1 = {w1, rb1, n1, t1, o1};
     const KSeg s2 = {w2, rb2, n2, t2, o2}, s3 = {w3, rb3, n3, t3, o3};
@@ -776,6 +798,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     }
     __syncwarp();
     pdl_begin();
+    kt_stamp(trace, 1);
     // The rest of the first round (`pre` < `stages`: fewer copies compete with the previous
     // kernels' last loads).
     if (leader)
@@ -792,12 +815,14 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     }
     // Also orders the barriers' initialization before any other warp of a team waits on them.
     __syncthreads();
+    kt_stamp(trace, 2);
     for (int j = 0; j < mine; ++j) {
         KSeg s;
         int row0, nr;
         locate(j, s, row0, nr);
         if (leader) ep.pre(s, row0, nr);
         mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
+        if (KT_TRACE && j == 0) kt_stamp(trace, 3);
         const u8* rows = ring + (u32)(j % stages) * slot_bytes;
         float v[R];
         if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
@@ -833,7 +858,12 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     }
     // This team's items are done: its share of the next launch's first weights into L2.
     if (leader && nxt_bytes) kt_prefetch_next(nxt, nxt_bytes, team, teams);
+    kt_stamp(trace, 4);
     pro.finish();
+    if (KT_TRACE && trace) {
+        __syncthreads();
+        kt_stamp(trace, 5);
+    }
 #endif
 }
 

@@ -23,4 +23,9 @@ for v in "def=" "pre=GLIMMER_FUSE_NORM=4" "narrow=$N" "prenarrow=GLIMMER_FUSE_NO
   STEP_TIMEOUT=50 TAIL=0 step bench-${v%%=*} env ${v#*=} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|memcpy" $OUT/bench-${v%%=*}.log | sed 's/PDL.*launches)//' | head -8
 done
+# Where each GEMV launch's time goes (kernels rebuilt with the stamps), default and deferred norms.
+for v in "def=" "pre=GLIMMER_FUSE_NORM=4"; do
+  STEP_TIMEOUT=90 TAIL=0 step timeline-${v%%=*} env ${v#*=} GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
+  grep -E "sums|memcpy" $OUT/timeline-${v%%=*}.log
+done
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l

@@ -238,6 +238,44 @@ pub struct CudaBackend {
     pub gemv_next_bytes: u32,
     /// Each bulk-copy launch's successor, as last seen.
     pub(crate) gemv_next: NextWeights,
+    /// The bulk-copy launches' timeline while [`Self::trace_gemvs`] is on.
+    pub(crate) gemv_trace: Option<GemvTrace>,
+}
+
+/// One bulk-copy launch of a traced step ([`CudaBackend::trace_gemvs`]): which kernel
+/// (`Fns::gemv_multi_tma`'s index), its items, grid and weight bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracedLaunch {
+    /// Index into the bulk-copy kernels (`crate::fns::Fns::gemv_multi_tma`).
+    pub kernel: usize,
+    /// Items (rows, or row pairs) of the launch.
+    pub items: u32,
+    /// Blocks of the grid.
+    pub blocks: u32,
+    /// Warps a block.
+    pub warps: u32,
+    /// Weight bytes the launch reads.
+    pub bytes: u64,
+}
+
+/// What each block of a traced bulk-copy launch recorded: (global timer ns, SM clock) at its
+/// entry, once the previous kernel was waited on, once its activation row was staged, when
+/// its first team's first item landed, when that team's items were done, and at its end
+/// (`KT_TRACE_POINTS`, kernels/gemv_k.cu).
+pub type BlockStamps = [[u64; 2]; TRACE_POINTS];
+
+/// Stamps a block leaves (`KT_TRACE_POINTS`).
+pub const TRACE_POINTS: usize = 6;
+
+/// The device buffer and the launches of [`CudaBackend::trace_gemvs`].
+pub(crate) struct GemvTrace {
+    pub(crate) buf: DevMem,
+    /// Launches the buffer has room for.
+    pub(crate) cap: usize,
+    /// Blocks a launch has room for (the multiprocessors: one block each at most).
+    pub(crate) blocks: usize,
+    /// The launches so far (capacity `cap`, reserved up front).
+    pub(crate) launches: Vec<TracedLaunch>,
 }
 
 /// The bulk-copy launches' successors behind [`CudaBackend::gemv_next_bytes`]: each launch's
@@ -529,6 +567,7 @@ impl CudaBackend {
             fused_qk: 0,
             fuse_attn: env_on("GLIMMER_FUSE_ATTN"),
             fused_attn: 0,
+            gemv_trace: None,
             gemv_next_bytes: std::env::var("GLIMMER_GEMV_NEXT")
                 .ok()
                 .and_then(|v| v.trim().parse::<u64>().ok())
@@ -633,6 +672,65 @@ impl CudaBackend {
         let p = self.at(dst)?;
         self.qx = None;
         self.gpu.upload(p, src)
+    }
+
+    /// Records a timeline of the next `launches` bulk-copy launches (none: off): every block's
+    /// [`BlockStamps`], read back with [`Self::take_gemv_trace`]. The kernels leave stamps
+    /// only when compiled with `KT_TRACE=1` (`$GLIMMER_CUDA_DEFINES`); a measuring mode
+    /// (`cuda-check timeline`), which allocates.
+    pub fn trace_gemvs(&mut self, launches: Option<usize>) -> Result<(), CudaError> {
+        self.gemv_trace = match launches {
+            Some(cap) => {
+                let blocks = self.gpu.sm_count() as usize;
+                let bytes = cap * blocks * TRACE_POINTS * 16;
+                Some(GemvTrace {
+                    buf: self.gpu.alloc(bytes)?,
+                    cap,
+                    blocks,
+                    launches: Vec::with_capacity(cap),
+                })
+            }
+            None => None,
+        };
+        Ok(())
+    }
+
+    /// Where the next bulk-copy launch leaves its stamps (0: not traced), noting `l`.
+    pub(crate) fn trace_slot(&mut self, l: TracedLaunch) -> u64 {
+        match &mut self.gemv_trace {
+            Some(t) if t.launches.len() < t.cap && l.blocks as usize <= t.blocks => {
+                let at = t.launches.len() * t.blocks * TRACE_POINTS * 16;
+                t.launches.push(l);
+                t.buf.ptr() + at as u64
+            }
+            _ => 0,
+        }
+    }
+
+    /// The traced launches since [`Self::trace_gemvs`] or the last call, each with its blocks'
+    /// stamps; starts the next trace from an empty list.
+    pub fn take_gemv_trace(&mut self) -> Result<Vec<(TracedLaunch, Vec<BlockStamps>)>, CudaError> {
+        self.flush_norm()?;
+        let Some(t) = &mut self.gemv_trace else {
+            return Ok(Vec::new());
+        };
+        let per = t.blocks * TRACE_POINTS * 2;
+        let mut raw = vec![0u64; t.launches.len() * per];
+        self.gpu.download(&mut raw, t.buf.ptr())?;
+        let out = t
+            .launches
+            .drain(..)
+            .zip(raw.chunks(per.max(1)))
+            .map(|(l, r)| {
+                let stamps = r
+                    .chunks(TRACE_POINTS * 2)
+                    .take(l.blocks as usize)
+                    .map(|b| core::array::from_fn(|k| [b[2 * k], b[2 * k + 1]]))
+                    .collect();
+                (l, stamps)
+            })
+            .collect();
+        Ok(out)
     }
 
     /// Index of the largest value in `x` (lowest index on ties), computed on the device.

@@ -89,7 +89,10 @@ mod runner;
 mod weights;
 
 #[cfg(not(target_os = "macos"))]
-pub use backend::{Capacity, CudaBackend, NormFusion, TmaGemv, MAX_HEAD_DIM};
+pub use backend::{
+    BlockStamps, Capacity, CudaBackend, NormFusion, TmaGemv, TracedLaunch, MAX_HEAD_DIM,
+    TRACE_POINTS,
+};
 pub use error::CudaError;
 #[cfg(not(target_os = "macos"))]
 pub use fns::GEMV_TYPES;

@@ -7,7 +7,9 @@ use glimmer_core::exec::{
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
-use crate::backend::{CudaBackend, NormFusion, TmaGemv, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT};
+use crate::backend::{
+    CudaBackend, NormFusion, TmaGemv, TracedLaunch, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT,
+};
 use crate::fns::{gemv_index, raw, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_ARGS, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
@@ -50,7 +52,7 @@ const _: () = assert!(PRE_ARGS <= QK_TAIL_ARGS);
 /// The bulk-copy kernels' own arguments after the multi-GEMV's (`KT_PARAMS`,
 /// kernels/gemv_k.cu): stages, slot bytes, `pre`, and the next launch's weights to fetch into
 /// L2 (start, bytes).
-const KT_ARGS: usize = 5;
+const KT_ARGS: usize = 6;
 
 /// Where the split count (`max_splits`) is among them.
 const ATT_ARG_SPLITS: usize = 14;
@@ -436,6 +438,13 @@ impl CudaBackend {
                 let (nxt, nxt_bytes) = self.next_weights(d[0]);
                 all[args.len() + 3] = Arg::P(nxt);
                 all[args.len() + 4] = Arg::I(nxt_bytes as i32);
+                all[args.len() + 5] = Arg::P(self.trace_slot(TracedLaunch {
+                    kernel: k,
+                    items: items as u32,
+                    blocks: blocks as u32,
+                    warps: l.warps,
+                    bytes,
+                }));
                 let mut n = args.len() + KT_ARGS;
                 if let Some(h) = head {
                     all[n..n + ATT_ARGS].copy_from_slice(&h.args);

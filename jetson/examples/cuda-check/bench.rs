@@ -52,7 +52,11 @@ pub fn bandwidth(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64, String> {
 
 /// The layout of a run that prefills `prefill` tokens (in chunks of up to 512) within a
 /// context of `ctx` tokens, keeping one row of logits.
-fn layout_for(loaded: &Loaded<'_>, prefill: usize, ctx: usize) -> Result<Layout, String> {
+pub(crate) fn layout_for(
+    loaded: &Loaded<'_>,
+    prefill: usize,
+    ctx: usize,
+) -> Result<Layout, String> {
     let limits = Limits {
         chunk: prefill.clamp(1, 512),
         logit_rows: 1,
@@ -63,7 +67,7 @@ fn layout_for(loaded: &Loaded<'_>, prefill: usize, ctx: usize) -> Result<Layout,
 }
 
 /// The backend (weights uploaded, one KV slot) and model for `layout`.
-fn open_model<'a>(
+pub(crate) fn open_model<'a>(
     gpu: &Arc<Gpu>,
     loaded: &'a Loaded<'a>,
     layout: &'a Layout,

@@ -1,5 +1,5 @@
 //! Command-line dispatch.
-use crate::{bench, e2e, ops};
+use crate::{bench, e2e, ops, timeline};
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -143,8 +143,10 @@ pub fn main_impl() -> ExitCode {
             }
         };
     }
-    if !["ops", "e2e", "bench", "trace"].contains(&cmd.as_str()) {
-        eprintln!("usage: cuda-check synth|repack|ops|e2e|bench|trace ... (see the source header)");
+    if !["ops", "e2e", "bench", "trace", "timeline"].contains(&cmd.as_str()) {
+        eprintln!(
+            "usage: cuda-check synth|repack|ops|e2e|bench|trace|timeline ... (see the source header)"
+        );
         return ExitCode::FAILURE;
     }
     let gpu = match open_gpu() {
@@ -173,6 +175,12 @@ pub fn main_impl() -> ExitCode {
             "e2e" => {
                 let model = PathBuf::from(arg(&args, "--model").ok_or("--model PATH is required")?);
                 e2e::run(gpu.clone(), &model, num(&args, "--tokens", 32)?, seed)
+            }
+            "timeline" => {
+                let model = PathBuf::from(arg(&args, "--model").ok_or("--model PATH is required")?);
+                let bw = bench::bandwidth(&gpu, num(&args, "--bw-gib", 4)? << 30, 5)?;
+                timeline::run(gpu.clone(), &model, num(&args, "--prefill", 512)?, bw)?;
+                Ok(true)
             }
             "trace" => {
                 let model = PathBuf::from(arg(&args, "--model").ok_or("--model PATH is required")?);

@@ -8,6 +8,9 @@
 //! cuda-check bench  --model PATH [--prefill N] [--steps N] [--bw-gib N] [--quick]
 //!                   (--quick: no per-GEMV variants and no launch-mode sweep; the default
 //!                   mode's decode twice, then each kernel class's cost in the graph step)
+//! cuda-check timeline --model PATH [--prefill N] [--bw-gib N]
+//!                   (with GLIMMER_CUDA_DEFINES=KT_TRACE=1: each bulk-copy GEMV launch of one
+//!                   eager decode step, where its time goes, from stamps its blocks leave)
 //! ```
 //! Lines starting with `SUMMARY|` are collected by `scripts/cuda-device.sh`. Without a CUDA
 //! driver every GPU subcommand prints why and exits with status 2 (skipped).
@@ -20,6 +23,8 @@ mod cli;
 mod e2e;
 #[cfg(not(target_os = "macos"))]
 mod ops;
+#[cfg(not(target_os = "macos"))]
+mod timeline;
 #[cfg(not(target_os = "macos"))]
 mod util;
 
