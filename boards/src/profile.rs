@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use glimmer_core::exec::{AttnParams, Backend, Buf, QkPrep};
+use glimmer_core::exec::{AttnParams, Backend, BranchEnd, Buf, QkPrep};
 use glimmer_core::model::{Activation, RopeStyle, Tensor};
 
 /// Output rows from which a matmul is counted apart, as [`Op::MatmulWide`]: no layer weight
@@ -206,32 +206,8 @@ impl<B: Backend> Backend for Profiled<'_, '_, B> {
         self.timed(Op::RmsNorm, |b| b.rmsnorm(x, weight, dim, eps, out))
     }
 
-    fn add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<(), B::Error> {
-        self.timed(Op::AddNorm, |b| b.add_rmsnorm(x, y, weight, dim, eps, out))
-    }
-
-    fn norm_add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        post: &Tensor<'_>,
-        post_eps: f32,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<(), B::Error> {
-        self.timed(Op::AddNorm, |b| {
-            b.norm_add_rmsnorm(x, y, post, post_eps, weight, dim, eps, out)
-        })
+    fn branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), B::Error> {
+        self.timed(Op::AddNorm, |b| b.branch_norms(e))
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), B::Error> {

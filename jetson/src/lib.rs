@@ -25,7 +25,7 @@
 //!   first weight lines into L2 before that wait, and the small kernels between them let the
 //!   next launch before they wait (`pdl_begin_small()`), so a GEMV after a norm prefetches too.
 //! - **Fused per-layer ops**: [`glimmer_core::exec::Backend::attn_inputs`] (Q/K norms, RoPE
-//!   and the KV store), `norm_add_rmsnorm` (post-norm, residual add, next norm),
+//!   and the KV store), `branch_norms` (post-norm, residual add, next norm),
 //!   `attention_gated` (split-K, the last split merging), and the gated FFN activation each run
 //!   as one launch, and the norms, the attention and the activation also quantize their output
 //!   for the matmul that reads it next.

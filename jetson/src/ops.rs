@@ -857,11 +857,6 @@ impl CudaBackend {
         Ok(d.ptr)
     }
 
-    /// [`BranchEnd::norms`] in one launch ([`CudaBackend::norm`] with the residual).
-    fn branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), CudaError> {
-        self.norm(e.x, Some(e.y), e.post, e.weight, e.dim, e.eps, e.out)
-    }
-
     /// RMSNorm of `x` into `out`, after `x += y` when `y` is given, and before that
     /// `y = rmsnorm(y) · post` when `post` is given (one launch in every case).
     #[allow(clippy::too_many_arguments)]
@@ -1254,32 +1249,11 @@ impl Backend for CudaBackend {
         self.norm(x, None, None, weight, dim, eps, out)
     }
 
-    fn add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<(), CudaError> {
+    /// In one launch (`CudaBackend::norm` with the residual). (`matmul_add_rmsnorm` may
+    /// instead defer them into the next GEMV's launch, [`NormFusion::Pre`].)
+    fn branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), CudaError> {
         self.flush_norm()?;
-        self.norm(x, Some(y), None, weight, dim, eps, out)
-    }
-
-    fn norm_add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        post: &Tensor<'_>,
-        post_eps: f32,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<(), CudaError> {
-        self.flush_norm()?;
-        self.norm(x, Some(y), Some((post, post_eps)), weight, dim, eps, out)
+        self.norm(e.x, Some(e.y), e.post, e.weight, e.dim, e.eps, e.out)
     }
 
     fn matmul_add_rmsnorm(

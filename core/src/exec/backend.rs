@@ -74,7 +74,7 @@ pub struct QkPrep<'a, 'w> {
 /// What follows a decoder block's branch once its output projection `y` is written: the
 /// branch's post-norm (where the model has one), the residual add into `x`, and the next norm
 /// into `out`, row by row (rows of `dim`). [`Backend::matmul_add_rmsnorm`] and
-/// [`Backend::attention_project`] take it; [`BranchEnd::norms`] is the part after the
+/// [`Backend::attention_project`] take it; [`Backend::branch_norms`] is the part after the
 /// projection as plain calls.
 #[derive(Clone, Copy, Debug)]
 pub struct BranchEnd<'a, 'w> {
@@ -92,20 +92,6 @@ pub struct BranchEnd<'a, 'w> {
     pub eps: f32,
     /// The next norm's output, `(rows, dim)`.
     pub out: Buf,
-}
-
-impl BranchEnd<'_, '_> {
-    /// The norms after the projection as separate calls: with `post`,
-    /// [`Backend::norm_add_rmsnorm`], else [`Backend::add_rmsnorm`].
-    pub fn norms<B: Backend + ?Sized>(&self, b: &mut B) -> Result<(), B::Error> {
-        let e = *self;
-        match e.post {
-            Some((pn, peps)) => {
-                b.norm_add_rmsnorm(e.x, e.y, pn, peps, e.weight, e.dim, e.eps, e.out)
-            }
-            None => b.add_rmsnorm(e.x, e.y, e.weight, e.dim, e.eps, e.out),
-        }
-    }
 }
 
 /// The kernels one forward pass needs.
@@ -134,47 +120,24 @@ pub trait Backend {
         out: Buf,
     ) -> Result<(), Self::Error>;
 
-    /// The residual add and the next norm: `x += y`, then `out = rmsnorm(x) · weight` row by
-    /// row (rows of `dim`). The default is [`Backend::add`] then [`Backend::rmsnorm`]; a GPU
-    /// backend may do both in one pass over the row (one launch instead of two).
-    fn add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<(), Self::Error> {
-        self.add(x, y)?;
-        self.rmsnorm(x, weight, dim, eps, out)
-    }
-
-    /// A post-norm on the branch, the residual add and the next norm: `y = rmsnorm(y) · post`
-    /// (epsilon `post_eps`), `x += y`, then `out = rmsnorm(x) · weight` (epsilon `eps`), row by
-    /// row (rows of `dim`). The default is [`Backend::rmsnorm`] then [`Backend::add_rmsnorm`];
-    /// a GPU backend may do it in one launch.
-    #[allow(clippy::too_many_arguments)]
-    fn norm_add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        post: &Tensor<'_>,
-        post_eps: f32,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<(), Self::Error> {
-        self.rmsnorm(y, Some(post), dim, post_eps, y)?;
-        self.add_rmsnorm(x, y, weight, dim, eps, out)
+    /// What ends a branch of a decoder block, row by row (rows of `e.dim`): with a post-norm,
+    /// `e.y = rmsnorm(e.y) · post`; then the residual add `e.x += e.y`; then the next norm
+    /// `e.out = rmsnorm(e.x) · e.weight` (epsilon `e.eps`). The default is
+    /// [`Backend::rmsnorm`], [`Backend::add`] and [`Backend::rmsnorm`]; a GPU backend may do it
+    /// all in one pass over the row (one launch instead of three).
+    fn branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), Self::Error> {
+        if let Some((post, post_eps)) = e.post {
+            self.rmsnorm(e.y, Some(post), e.dim, post_eps, e.y)?;
+        }
+        self.add(e.x, e.y)?;
+        self.rmsnorm(e.x, e.weight, e.dim, e.eps, e.out)
     }
 
     /// `out[r] = W · x[r]` for `rows` rows: `x` is `(rows, w.cols)`, `out` is `(rows, w.rows)`.
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), Self::Error>;
 
     /// A branch's output projection and what follows it in a decoder block: `e.y = W · a`
-    /// ([`Backend::matmul`], `e.y` of width `e.dim`), then [`BranchEnd::norms`]. That is the
+    /// ([`Backend::matmul`], `e.y` of width `e.dim`), then [`Backend::branch_norms`]. That is the
     /// default; a GPU backend may run the norms in the tail of the matmul's own launch to save
     /// a launch and the wait on it (the CUDA backend can at one row; it is off by default
     /// there, having measured slower, see `CudaBackend::fuse_norm`).
@@ -186,7 +149,7 @@ pub trait Backend {
         e: &BranchEnd<'_, '_>,
     ) -> Result<(), Self::Error> {
         self.matmul(w, a, rows, e.y)?;
-        e.norms(self)
+        self.branch_norms(e)
     }
 
     /// Several matmuls over the same input: `outs[i][r] = ws[i] · x[r]`, each `outs[i]` of

@@ -132,24 +132,7 @@ trait DynBackend {
         rows: usize,
         outs: &[Buf],
     ) -> Result<(), String>;
-    fn b_add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        w: Option<&Tensor<'_>>,
-        dim: usize,
-        out: Buf,
-    ) -> Result<(), String>;
-    #[allow(clippy::too_many_arguments)]
-    fn b_norm_add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        post: &Tensor<'_>,
-        w: Option<&Tensor<'_>>,
-        dim: usize,
-        out: Buf,
-    ) -> Result<(), String>;
+    fn b_branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), String>;
     fn b_matmul_add_rmsnorm(
         &mut self,
         w: &Tensor<'_>,
@@ -271,28 +254,8 @@ impl<T: Backend> DynBackend for T {
         self.matmul_many(ws, x, rows, outs)
             .map_err(|e| format!("{e:?}"))
     }
-    fn b_add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        w: Option<&Tensor<'_>>,
-        dim: usize,
-        out: Buf,
-    ) -> Result<(), String> {
-        self.add_rmsnorm(x, y, w, dim, 1e-5, out)
-            .map_err(|e| format!("{e:?}"))
-    }
-    fn b_norm_add_rmsnorm(
-        &mut self,
-        x: Buf,
-        y: Buf,
-        post: &Tensor<'_>,
-        w: Option<&Tensor<'_>>,
-        dim: usize,
-        out: Buf,
-    ) -> Result<(), String> {
-        self.norm_add_rmsnorm(x, y, post, 1e-6, w, dim, 1e-5, out)
-            .map_err(|e| format!("{e:?}"))
+    fn b_branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), String> {
+        self.branch_norms(e).map_err(|e| format!("{e:?}"))
     }
     fn b_matmul_add_rmsnorm(
         &mut self,
@@ -741,7 +704,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         p.poison(nb)?;
         p.poison(mo)?;
         p.run(|b| {
-            b.b_add_rmsnorm(xr, yr, Some(&gt), cols, nb)?;
+            b.b_branch_norms(&branch_end(yr, xr, None, Some(&gt), cols, nb))?;
             b.b_matmul(&wt, nb, rows, mo)
         })?;
         ok &= p.check(&format!("add_rmsnorm_x_rows{rows}"), xr, 0.0)?;
@@ -774,7 +737,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         p.poison(nb)?;
         p.poison(mo)?;
         p.run(|b| {
-            b.b_norm_add_rmsnorm(xr, yr, &pt, Some(&gt), cols, nb)?;
+            b.b_branch_norms(&branch_end(yr, xr, Some(&pt), Some(&gt), cols, nb))?;
             b.b_matmul(&wt, nb, rows, mo)
         })?;
         ok &= p.check(&format!("norm_add_rmsnorm_y_rows{rows}"), yr, 1e-5)?;
@@ -834,7 +797,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         }
     }
     // A branch's output projection and the norms after it (`matmul_add_rmsnorm`; the CPU runs
-    // the matmul, then `norm_add_rmsnorm` or `add_rmsnorm`). At one row the CUDA backend runs
+    // the matmul, then `branch_norms`). At one row the CUDA backend runs
     // the norms fused with the GEMV, three ways (`gemv_k_multi_norm`; `gemv_k_multi_sums` and
     // `norm_sums_q8_f32`; `gemv_k_multi_gridnorm`; counted, so a silent fallback fails); at three rows, a matmul
     // and a norm launch. y, x, the norm, and a matmul reading the fused q8_1 output; run back
