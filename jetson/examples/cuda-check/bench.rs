@@ -52,11 +52,7 @@ pub fn bandwidth(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64, String> {
 
 /// The layout of a run that prefills `prefill` tokens (in chunks of up to 512) within a
 /// context of `ctx` tokens, keeping one row of logits.
-pub(crate) fn layout_for(
-    loaded: &Loaded<'_>,
-    prefill: usize,
-    ctx: usize,
-) -> Result<Layout, String> {
+fn layout_for(loaded: &Loaded<'_>, prefill: usize, ctx: usize) -> Result<Layout, String> {
     let limits = Limits {
         chunk: prefill.clamp(1, 512),
         logit_rows: 1,
@@ -67,7 +63,7 @@ pub(crate) fn layout_for(
 }
 
 /// The backend (weights uploaded, one KV slot) and model for `layout`.
-pub(crate) fn open_model<'a>(
+fn open_model<'a>(
     gpu: &Arc<Gpu>,
     loaded: &'a Loaded<'a>,
     layout: &'a Layout,
@@ -83,14 +79,19 @@ pub(crate) fn open_model<'a>(
     Ok(CudaModel::new(spec, &loaded.weights, layout, be))
 }
 
-/// For Nsight Compute (`ncu --profile-from-start off`): prefill `prefill` random tokens, run
-/// three eager decode steps, then one more inside the profiler's capture range, so the
-/// profile holds exactly the kernels of one decode step in launch order.
-pub fn trace(gpu: Arc<Gpu>, path: &Path, prefill: usize) -> Result<(), String> {
+/// Opens the model at `path`, prefills `prefill` random tokens, runs three eager decode
+/// steps, then hands the model, the next token and its position to `step` (one decode step's
+/// worth of measuring: `trace`, `cuda-check timeline`).
+pub(crate) fn after_warm_steps<R>(
+    gpu: &Arc<Gpu>,
+    path: &Path,
+    prefill: usize,
+    step: impl FnOnce(&mut CudaModel<'_, '_>, u32, u32) -> Result<R, String>,
+) -> Result<R, String> {
     let file = ModelFile::open(path).map_err(|e| e.to_string())?;
     let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
     let layout = layout_for(&loaded, prefill, (prefill + 8).next_power_of_two())?;
-    let mut m = open_model(&gpu, &loaded, &layout)?;
+    let mut m = open_model(gpu, &loaded, &layout)?;
     let mut rng = Rng::new(7);
     let tokens: Vec<u32> = (0..prefill.max(1))
         .map(|_| rng.below(loaded.spec.n_vocab) as u32)
@@ -103,11 +104,21 @@ pub fn trace(gpu: Arc<Gpu>, path: &Path, prefill: usize) -> Result<(), String> {
         tok = m.decode_step(0, tok, pos, false).map_err(f)?;
         pos += 1;
     }
-    gpu.profiler_range(true).map_err(|e| e.to_string())?;
-    m.decode_step(0, tok, pos, false).map_err(f)?;
-    gpu.profiler_range(false).map_err(|e| e.to_string())?;
-    println!("traced one eager decode step at position {pos}");
-    Ok(())
+    step(&mut m, tok, pos)
+}
+
+/// For Nsight Compute (`ncu --profile-from-start off`): prefill `prefill` random tokens, run
+/// three eager decode steps, then one more inside the profiler's capture range, so the
+/// profile holds exactly the kernels of one decode step in launch order.
+pub fn trace(gpu: Arc<Gpu>, path: &Path, prefill: usize) -> Result<(), String> {
+    after_warm_steps(&gpu, path, prefill, |m, tok, pos| {
+        let f = |e| format!("{e:?}");
+        gpu.profiler_range(true).map_err(|e| e.to_string())?;
+        m.decode_step(0, tok, pos, false).map_err(f)?;
+        gpu.profiler_range(false).map_err(|e| e.to_string())?;
+        println!("traced one eager decode step at position {pos}");
+        Ok(())
+    })
 }
 
 /// Prefill of `prefill` tokens, then `steps` greedy decode steps without and with the graph.

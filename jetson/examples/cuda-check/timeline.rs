@@ -10,13 +10,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use glimmer_boards::engine::Loaded;
-use glimmer_boards::model_file::ModelFile;
-use glimmer_core::exec::LogitRows;
 use glimmer_jetson::{BlockStamps, Gpu, TracedLaunch};
 
-use crate::bench::{layout_for, open_model};
-use crate::util::Rng;
+use crate::bench::after_warm_steps;
 
 /// `Fns::gemv_multi_tma`'s kernels, by index.
 const KERNELS: [&str; 12] = [
@@ -110,27 +106,15 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, copy_bw: f64) -> Result<(
     if !std::env::var("GLIMMER_CUDA_DEFINES").is_ok_and(|v| v.contains("KT_TRACE=1")) {
         return Err("timeline needs kernels built with GLIMMER_CUDA_DEFINES=KT_TRACE=1".into());
     }
-    let file = ModelFile::open(path).map_err(|e| e.to_string())?;
-    let loaded = Loaded::new(&file).map_err(|e| e.to_string())?;
-    let layout = layout_for(&loaded, prefill, (prefill + 8).next_power_of_two())?;
-    let mut m = open_model(&gpu, &loaded, &layout)?;
-    let mut rng = Rng::new(7);
-    let tokens: Vec<u32> = (0..prefill.max(1))
-        .map(|_| rng.below(loaded.spec.n_vocab) as u32)
-        .collect();
-    let f = |e| format!("{e:?}");
-    m.forward(0, &tokens, 0, LogitRows::Last).map_err(f)?;
-    let mut tok = tokens.last().copied().unwrap_or(0);
-    let mut pos = tokens.len() as u32;
-    for _ in 0..3 {
-        tok = m.decode_step(0, tok, pos, false).map_err(f)?;
-        pos += 1;
-    }
-    let e = |e: glimmer_jetson::CudaError| e.to_string();
-    m.backend().trace_gemvs(Some(4096)).map_err(e)?;
-    m.decode_step(0, tok, pos, false).map_err(f)?;
-    let launches = m.backend().take_gemv_trace().map_err(e)?;
-    m.backend().trace_gemvs(None).map_err(e)?;
+    let (launches, pos) = after_warm_steps(&gpu, path, prefill, |m, tok, pos| {
+        let e = |e: glimmer_jetson::CudaError| e.to_string();
+        m.backend().trace_gemvs(Some(4096)).map_err(e)?;
+        m.decode_step(0, tok, pos, false)
+            .map_err(|e| format!("{e:?}"))?;
+        let launches = m.backend().take_gemv_trace().map_err(e)?;
+        m.backend().trace_gemvs(None).map_err(e)?;
+        Ok((launches, pos))
+    })?;
     if launches.is_empty() {
         return Err("no bulk-copy launch was traced (compute capability below 9.0?)".into());
     }
