@@ -168,12 +168,20 @@ __device__ __forceinline__ float rms_scale(double ss, int dim, float eps) {
     return 1.0f / sqrtf(mean + eps);
 }
 
+// The q8_1 value of v, one element of a block of 32 held by the calling warp (lane l holds
+// element l), as `quantize_q8_1` makes it: returns the lane's int8 value and leaves the block's
+// scale in *d (every lane). The block's pair is (d, d · warp_sum_int(value)).
+__device__ __forceinline__ int q8_lane(float v, float* d) {
+    const float amax = warp_max(fabsf(v));
+    *d = amax / 127.0f;
+    return amax == 0.0f ? 0 : __float2int_rn(v / *d);
+}
+
 // Quantizes v, one element of a q8_1 block of 32 held by the calling warp (lane l holds element
 // l of the block starting at element `e - lane`), into q/ds as `quantize_q8_1` does.
 __device__ __forceinline__ void quantize_lane_q8(float v, size_t e, i8* __restrict__ q, float2* __restrict__ ds) {
-    const float amax = warp_max(fabsf(v));
-    const float d = amax / 127.0f;
-    const int qi = amax == 0.0f ? 0 : __float2int_rn(v / d);
+    float d;
+    const int qi = q8_lane(v, &d);
     q[e] = (i8)qi;
     const int s = warp_sum_int(qi);
     if ((threadIdx.x & 31) == 0) ds[e >> 5] = make_float2(d, d * (float)s);

@@ -634,9 +634,8 @@ struct KtPreNormPro {
             if (i < dim) {
                 float v = __fmul_rn(xv[k], scale);
                 v = nw ? __fmul_rn(v, __ldg(nw + i)) : v;
-                const float amax = warp_max(fabsf(v));
-                const float d = amax / 127.0f;
-                const int qi = amax == 0.0f ? 0 : __float2int_rn(v / d);
+                float d;
+                const int qi = q8_lane(v, &d);
                 sa[kt_pa((u32)i)] = (u8)(i8)qi;
                 const int sq = warp_sum_int(qi);
                 if ((t & 31) == 0) sd[i >> 5] = make_float2(d, d * (float)sq);
