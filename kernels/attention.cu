@@ -363,7 +363,7 @@ struct KtAttnPro {
     static constexpr bool fresh = true;
     static constexpr bool stages_act = false;
     __device__ __forceinline__ void stage(u8*, float2*, int) const {}
-    __device__ __forceinline__ void finish() const {}
+    __device__ __forceinline__ void finish(int) const {}
     const float* q;
     const u16* kv;
     const u32* slot;

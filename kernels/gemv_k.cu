@@ -694,7 +694,7 @@ struct KtNoPro {
     static constexpr bool stages_act = false;
     __device__ __forceinline__ void run() const {}
     __device__ __forceinline__ void stage(u8*, float2*, int) const {}
-    __device__ __forceinline__ void finish() const {}
+    __device__ __forceinline__ void finish(int) const {}
 };
 
 // The bulk-copy kernels' dynamic shared memory (for code outside the body that lays its own
@@ -859,7 +859,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     // This team's items are done: its share of the next launch's first weights into L2.
     if (leader && nxt_bytes) kt_prefetch_next(nxt, nxt_bytes, team, teams);
     kt_stamp(trace, 4);
-    pro.finish();
+    pro.finish(cols);
     if (KT_TRACE && trace) {
         __syncthreads();
         kt_stamp(trace, 5);

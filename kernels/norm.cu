@@ -650,8 +650,7 @@ struct KtPreNormPro {
             ((u32*)sc)[2] = grid_arrive(bar, gridDim.x);
         }
     }
-    __device__ __forceinline__ void finish() const {
-        const int dim = cols_;
+    __device__ __forceinline__ void finish(int dim) const {
         __syncthreads();
         const float* sc = scales();
         if (threadIdx.x == 0) grid_wait(bar, ((const u32*)sc)[2]);
@@ -671,7 +670,6 @@ struct KtPreNormPro {
             quantize_lane_q8(v, (size_t)i, q, ds);
         }
     }
-    int cols_;
 };
 
 extern "C" __global__ void __launch_bounds__(768, 1)
@@ -679,7 +677,7 @@ extern "C" __global__ void __launch_bounds__(768, 1)
                                  const float* __restrict__ pw, float peps, const float* __restrict__ nw,
                                  float* __restrict__ nout, float eps, u32* bar) {
 #if __CUDA_ARCH__ >= 900
-    const KtPreNormPro pro = {x, y, pw, peps, nw, nout, eps, const_cast<i8*>(aq), const_cast<float2*>(ads), bar, cols};
+    const KtPreNormPro pro = {x, y, pw, peps, nw, nout, eps, const_cast<i8*>(aq), const_cast<float2*>(ads), bar};
     KtNoEp ep;
     gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep, pro);
