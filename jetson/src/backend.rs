@@ -278,6 +278,11 @@ pub(crate) struct GemvTrace {
     pub(crate) launches: Vec<TracedLaunch>,
 }
 
+/// The `u64` words a traced launch of `blocks` blocks may leave ([`BlockStamps`] a block).
+fn trace_words(blocks: usize) -> usize {
+    blocks * TRACE_POINTS * 2
+}
+
 /// The bulk-copy launches' successors behind [`CudaBackend::gemv_next_bytes`]: each launch's
 /// first matrix (its device address) → the first matrix (address, bytes) of the launch that
 /// came after it last time. Keys are weight matrices, so the map holds at most one entry for
@@ -682,9 +687,8 @@ impl CudaBackend {
         self.gemv_trace = match launches {
             Some(cap) => {
                 let blocks = self.gpu.sm_count() as usize;
-                let bytes = cap * blocks * TRACE_POINTS * 16;
                 Some(GemvTrace {
-                    buf: self.gpu.alloc(bytes)?,
+                    buf: self.gpu.alloc(cap * trace_words(blocks) * 8)?,
                     cap,
                     blocks,
                     launches: Vec::with_capacity(cap),
@@ -699,7 +703,7 @@ impl CudaBackend {
     pub(crate) fn trace_slot(&mut self, l: TracedLaunch) -> u64 {
         match &mut self.gemv_trace {
             Some(t) if t.launches.len() < t.cap && l.blocks as usize <= t.blocks => {
-                let at = t.launches.len() * t.blocks * TRACE_POINTS * 16;
+                let at = t.launches.len() * trace_words(t.blocks) * 8;
                 t.launches.push(l);
                 t.buf.ptr() + at as u64
             }
@@ -714,7 +718,7 @@ impl CudaBackend {
         let Some(t) = &mut self.gemv_trace else {
             return Ok(Vec::new());
         };
-        let per = t.blocks * TRACE_POINTS * 2;
+        let per = trace_words(t.blocks);
         let mut raw = vec![0u64; t.launches.len() * per];
         self.gpu.download(&mut raw, t.buf.ptr())?;
         let out = t

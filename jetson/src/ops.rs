@@ -396,19 +396,26 @@ impl CudaBackend {
                 _ => cfg,
             };
             let optin = gpu.smem_optin();
-            let wide = tma_layout(cfg, cols, max_rb, optin)
-                .is_some_and(|l| wide_teams(cfg, l, tma_tail.is_none() && !self.gemv_probe));
-            let cfg = match wide {
-                true => TmaGemv {
-                    team: 4,
-                    item_rows: 1,
-                    ..cfg
-                },
-                false => cfg,
-            };
             let layout = match head {
                 Some(_) => attn_tma_layout(cfg, cols, max_rb, optin),
                 None => tma_layout(cfg, cols, max_rb, optin).map(|l| (l, l.smem)),
+            };
+            // Teams of four where teams of two leave half the warps idle (plain launches).
+            let plain = tma_tail.is_none() && !self.gemv_probe;
+            let wide = layout.is_some_and(|(l, _)| wide_teams(cfg, l, plain));
+            let (cfg, layout) = match wide {
+                true => {
+                    let four = TmaGemv {
+                        team: 4,
+                        item_rows: 1,
+                        ..cfg
+                    };
+                    (
+                        four,
+                        tma_layout(four, cols, max_rb, optin).map(|l| (l, l.smem)),
+                    )
+                }
+                false => (cfg, layout),
             };
             // The deferred norms hold PRE_VALUES values of the row a thread.
             let layout = layout.filter(|(l, _)| !pre || cols <= PRE_VALUES * 32 * l.warps as usize);
@@ -871,6 +878,25 @@ impl CudaBackend {
         out: Buf,
     ) -> Result<(), CudaError> {
         self.qx = None;
+        match self.norm_ptrs(x, y, post, weight, dim, eps, out)? {
+            Some((p, rows)) => self.launch_norm(p, rows),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::norm`]'s region checks and its launch's device addresses and rows (`None`:
+    /// no rows).
+    #[allow(clippy::too_many_arguments)]
+    fn norm_ptrs(
+        &self,
+        x: Buf,
+        y: Option<Buf>,
+        post: Option<(&Tensor<'_>, f32)>,
+        weight: Option<&Tensor<'_>>,
+        dim: usize,
+        eps: f32,
+        out: Buf,
+    ) -> Result<Option<(NormPtrs, usize)>, CudaError> {
         // The residual (and its post-norm) is read and written beside x and out.
         if let Some(y) = y {
             if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
@@ -891,7 +917,7 @@ impl CudaBackend {
         let (xp, op) = (self.at(x)?, self.at(out)?);
         let rows = x.len / dim;
         if rows == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let yp = match y {
             Some(y) => Some(self.at(y)?),
@@ -901,18 +927,16 @@ impl CudaBackend {
             (Some(_), Some((pw, peps))) => Some((self.norm_weight(pw, dim)?, peps)),
             _ => None,
         };
-        self.launch_norm(
-            NormPtrs {
-                xp,
-                yp,
-                post,
-                w,
-                op,
-                dim,
-                eps,
-            },
-            rows,
-        )
+        let p = NormPtrs {
+            xp,
+            yp,
+            post,
+            w,
+            op,
+            dim,
+            eps,
+        };
+        Ok(Some((p, rows)))
     }
 
     /// The norm launch of [`Self::norm`] (its regions checked, its addresses resolved) over
@@ -1025,7 +1049,7 @@ impl CudaBackend {
     /// two on compute capability 9.0 or later, the matmul's width, distinct regions. Returns
     /// whether it deferred them; the matmul itself has run either way.
     fn defer_norm(&mut self, e: &BranchEnd<'_, '_>, rows: usize) -> Result<bool, CudaError> {
-        let (y, x, out, dim) = (e.y, e.x, e.out, e.dim);
+        let dim = e.dim;
         if self.fuse_norm != NormFusion::Pre
             || rows != 1
             || self.gemv_tma.is_none_or(|c| c.team != 2)
@@ -1037,25 +1061,18 @@ impl CudaBackend {
         {
             return Ok(false);
         }
-        let w = match e.weight {
-            Some(t) => self.norm_weight(t, dim)?,
-            None => 0,
-        };
-        let post = match e.post {
-            Some((t, peps)) => Some((self.norm_weight(t, dim)?, peps)),
-            None => None,
-        };
-        let ptrs = NormPtrs {
-            xp: self.at(x)?,
-            yp: Some(self.at(y)?),
-            post,
-            w,
-            op: self.at(out)?,
-            dim,
-            eps: e.eps,
+        let Some((ptrs, _)) =
+            self.norm_ptrs(e.x, Some(e.y), e.post, e.weight, dim, e.eps, e.out)?
+        else {
+            return Ok(false);
         };
         self.qx = None;
-        self.pending_norm = Some(PendingNorm { x, y, out, ptrs });
+        self.pending_norm = Some(PendingNorm {
+            x: e.x,
+            y: e.y,
+            out: e.out,
+            ptrs,
+        });
         Ok(true)
     }
 
