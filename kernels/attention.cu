@@ -90,10 +90,14 @@ __device__ __forceinline__ float dot8_f16(uint4 w, const float* q) {
 // flight while it works on these. Each group of LPK lanes keeps its own running max, sum and
 // 8 output dims; the groups are merged at the end, so lanes 0..LPK-1 return the warp's result
 // (m, l, acc for dims 8*lane..).
-template <int LPK>
+// NEW: key `pk` (-1: none) is not read from the cache but from `nk` / `nv` (16-byte aligned
+// shared memory, head_dim f16 each): the key this launch stores (attn_split_prep,
+// attn_inputs.cu), the same bits, in the same order of arithmetic.
+template <int LPK, bool NEW = false>
 __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, const u16* vb, int k_dim, int v_dim,
                                                 int cap, int k0, int k1, float scale, float& m, float& l,
-                                                float acc[8], int t) {
+                                                float acc[8], int t, const u16* nk = nullptr,
+                                                const u16* nv = nullptr, int pk = -1) {
     constexpr int G = 32 / LPK;
     const int lane = t & 31, wid = t >> 5;
     const int grp = lane / LPK, sl = lane % LPK;
@@ -107,9 +111,14 @@ __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, 
     const uint4 zero = make_uint4(0, 0, 0, 0);
     auto load = [&](int key, uint4& kk, uint4& vv) {
         if (key < k1) {
-            const u64 s = (u32)key % (u32)cap;
-            kk = *(const uint4*)(kb + s * (u64)k_dim + 8 * sl);
-            vv = *(const uint4*)(vb + s * (u64)v_dim + 8 * sl);
+            if (NEW && key == pk) {
+                kk = *(const uint4*)(nk + 8 * sl);
+                vv = *(const uint4*)(nv + 8 * sl);
+            } else {
+                const u64 s = (u32)key % (u32)cap;
+                kk = *(const uint4*)(kb + s * (u64)k_dim + 8 * sl);
+                vv = *(const uint4*)(vb + s * (u64)v_dim + 8 * sl);
+            }
         } else {
             kk = zero;
             vv = zero;
@@ -231,6 +240,23 @@ __device__ __forceinline__ bool att_ticket_last(u32* ctr, u32 n, int t, int bar,
     return sm.last != 0;
 }
 
+// How attn_item gets its query head into sm.sq (rounded to f16, as the keys are) and which key,
+// if any, it takes from shared memory instead of the cache (split_keys_wide's NEW): AttnQ reads
+// the head attn_inputs has prepared in q and takes every key from the cache; attn_split_prep's
+// stage (attn_inputs.cu) prepares the head itself. `stage` ends with the worker synced and
+// returns that key's position (-1: none).
+struct AttnQ {
+    static constexpr bool NEW = false;
+    const u16* nk = nullptr;
+    const u16* nv = nullptr;
+    __device__ __forceinline__ int stage(const float* qh, float* sq, int head_dim, int, int, u32, int, int, int t,
+                                         int bar) const {
+        for (int d = t; d < head_dim; d += ATT_THREADS) sq[d] = round_f16(qh[d]);
+        att_sync(bar);
+        return -1;
+    }
+};
+
 #define ATTN_SPLIT_PARAMS                                                                                        \
     const float *__restrict__ q, const u16 *__restrict__ kv, const u32 *__restrict__ slot, u64 slot_stride,       \
         u64 k_off, u64 v_off, int cap, const u32 *__restrict__ pos, int n_head, int n_head_kv, int head_dim,       \
@@ -243,7 +269,9 @@ __device__ __forceinline__ bool att_ticket_last(u32* ctr, u32 n, int t, int bar,
 // nothing where sp is not below the split count for row r's visible length. One worker
 // (thread t of ATT_THREADS, barrier `bar`, shared memory `sm`); it may take another item after
 // this returns.
-__device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int r, int t, int bar, AttnSmem& sm) {
+template <class Stage = AttnQ>
+__device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int r, int t, int bar, AttnSmem& sm,
+                                          const Stage& st = Stage()) {
     const int lane = t & 31, wid = t >> 5;
     const u32 p = pos[r];
     int first, n;
@@ -259,17 +287,20 @@ __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int 
     const u16* kb = base + k_off + (u64)kvh * head_dim;
     const u16* vb = base + v_off + (u64)kvh * head_dim_v;
     const float* qh = q + ((size_t)r * n_head + h) * head_dim;
-    for (int d = t; d < head_dim; d += ATT_THREADS) sm.sq[d] = round_f16(qh[d]);
-    att_sync(bar);
+    const int pk = st.stage(qh, sm.sq, head_dim, h, kvh, p, k0, k1, t, bar);
+    constexpr bool NEW = Stage::NEW;
 
     // Key rows of 64, 128 or 256 f16 at 16-byte aligned addresses: several lanes a key.
     const bool wide = head_dim == head_dim_v && (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
                       ((((size_t)kb | (size_t)vb) & 15) == 0) && (k_dim % 8 == 0) && (v_dim % 8 == 0);
     if (wide) {
         float m, l, a8[8];
-        if (head_dim == 64) split_keys_wide<8>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t);
-        else if (head_dim == 128) split_keys_wide<16>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t);
-        else split_keys_wide<32>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t);
+        if (head_dim == 64)
+            split_keys_wide<8, NEW>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
+        else if (head_dim == 128)
+            split_keys_wide<16, NEW>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
+        else
+            split_keys_wide<32, NEW>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
         if (lane == 0) { sm.wm[wid] = m; sm.wl[wid] = l; }
         if (lane < head_dim / 8) {
 #pragma unroll
@@ -282,7 +313,8 @@ __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int 
     for (int i = 0; i < MAX_HEAD / 32; ++i) acc[i] = 0.0f;
     for (int key = k0 + wid; !wide && key < k1; key += ATT_WARPS) {
         const u64 s = (u32)key % (u32)cap;
-        const u16* kr = kb + s * (u64)k_dim;
+        const bool nw = NEW && key == pk;
+        const u16* kr = nw ? st.nk : kb + s * (u64)k_dim;
         float dot = 0.0f;
         for (int d = lane; d < head_dim; d += 32) dot += h2f(kr[d]) * sm.sq[d];
         const float sc = warp_sum(dot) * scale;
@@ -291,7 +323,7 @@ __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int 
         const float e = expf(sc - mn);
         l = l * c + e;
         m = mn;
-        const u16* vr = vb + s * (u64)v_dim;
+        const u16* vr = nw ? st.nv : vb + s * (u64)v_dim;
 #pragma unroll
         for (int i = 0; i < MAX_HEAD / 32; ++i) {
             const int d = lane + 32 * i;

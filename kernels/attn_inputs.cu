@@ -14,9 +14,48 @@
         float theta_scale, int style, u16 *kv, const u32 *__restrict__ slot, u64 slot_stride, u64 k_off,         \
         u64 v_off, int cap, const u32 *__restrict__ pos
 
-// Head `hb` of row `r` (the block's threads, all of them: it syncs the block). `hs`: MAX_HEAD
-// floats and `part` one double of shared memory; `pre`/`g_pre`: this thread's gain, loaded
+// The per-head RMSNorm (gains w, null: 1) and RoPE of one head of head_dim floats at src, into
+// `hs` (shared memory), by threads t of nt, synced by `sync` (all of them take part; it ends
+// synced). `part`: one double of shared memory. `pre`/`g_pre`: this thread's gain, loaded
 // already (attn_inputs loads it before its wait), else read here.
+template <class Sync>
+__device__ __forceinline__ void head_prep(const float* src, float* hs, double* part, const float* w, int norm, float eps,
+                                          int head_dim, int rope_dim, float theta_scale, int style, u32 p, bool pre,
+                                          float g_pre, int t, int nt, const Sync& sync) {
+    for (int i = t; i < head_dim; i += nt) hs[i] = src[i];
+    if (norm) {
+        sync();
+        // The sum of squares in the order rmsnorm_f32 takes it over a head (one warp: lane l
+        // sums elements l, l + 32, ... in f64, then the warp adds its lanes), so the norm is
+        // bit-identical to the separate kernel's.
+        if (t < 32) {
+            double s = 0.0;
+            for (int i = t; i < head_dim; i += 32) s += (double)(hs[i] * hs[i]);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
+            if (t == 0) part[0] = s;
+        }
+        sync();
+        const float scale = rms_scale(part[0], head_dim, eps);
+        for (int i = t; i < head_dim; i += nt) {
+            const float v = __fmul_rn(hs[i], scale);
+            hs[i] = w ? __fmul_rn(v, pre ? g_pre : w[i]) : v;
+        }
+    }
+    sync();
+    if (rope_dim >= 2) {
+        const int half = rope_dim >> 1;
+        for (int i = t; i < half; i += nt) rope_pair(hs, i, half, (float)p, theta_scale, style);
+        sync();
+    }
+}
+
+struct BlockSync {
+    __device__ __forceinline__ void operator()() const { __syncthreads(); }
+};
+
+// Head `hb` of row `r` (the block's threads, all of them: it syncs the block). `hs`: MAX_HEAD
+// floats and `part` one double of shared memory; `pre`/`g_pre` as head_prep's.
 __device__ __forceinline__ void attn_inputs_head(ATTN_INPUTS_PARAMS, int hb, int r, float* hs, double* part, bool pre,
                                                  float g_pre) {
     const u32 p = pos[r];
@@ -33,33 +72,8 @@ __device__ __forceinline__ void attn_inputs_head(ATTN_INPUTS_PARAMS, int hb, int
     const bool is_q = hb < n_head;
     const int h = is_q ? hb : hb - n_head;
     float* x = is_q ? q + ((size_t)r * n_head + h) * head_dim : k + ((size_t)r * n_head_kv + h) * head_dim;
-    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) hs[i] = x[i];
-    if (norm) {
-        const float* w = is_q ? qw : kw;
-        __syncthreads();
-        // The sum of squares in the order rmsnorm_f32 takes it over a head (one warp: lane l
-        // sums elements l, l + 32, ... in f64, then the warp adds its lanes), so the norm is
-        // bit-identical to the separate kernel's.
-        if (threadIdx.x < 32) {
-            double s = 0.0;
-            for (int i = threadIdx.x; i < head_dim; i += 32) s += (double)(hs[i] * hs[i]);
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(FULL_MASK, s, o);
-            if (threadIdx.x == 0) part[0] = s;
-        }
-        __syncthreads();
-        const float scale = rms_scale(part[0], head_dim, eps);
-        for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
-            const float t = __fmul_rn(hs[i], scale);
-            hs[i] = w ? __fmul_rn(t, pre ? g_pre : w[i]) : t;
-        }
-    }
-    __syncthreads();
-    if (rope_dim >= 2) {
-        const int half = rope_dim >> 1;
-        for (int i = threadIdx.x; i < half; i += blockDim.x) rope_pair(hs, i, half, (float)p, theta_scale, style);
-        __syncthreads();
-    }
+    head_prep(x, hs, part, is_q ? qw : kw, norm, eps, head_dim, rope_dim, theta_scale, style, p, pre, g_pre,
+              (int)threadIdx.x, (int)blockDim.x, BlockSync());
     const int k_dim = n_head_kv * head_dim;
     u16* kd = base + k_off + ring * (u64)k_dim + (u64)h * head_dim;
     for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
@@ -108,4 +122,89 @@ extern "C" __global__ void __launch_bounds__(768, 1)
         __syncthreads();
     }
 #endif
+}
+
+// ---- attn_inputs deferred into attention ($GLIMMER_FUSE_PREP=1) ----
+// Decode's attn_inputs launch (one row) folded into the attention launch after it, with no
+// barrier: each attn_split block prepares its own query head from the raw projections (the
+// head's norm and RoPE: head_dim values, as attn_inputs does), and the block whose split holds
+// the new position prepares that key and takes it, and its value, from shared memory rather
+// than from the cache (split_keys_wide's NEW): no block reads the cache rows this launch
+// writes, so none waits on another. The first query head of each KV group's block stores the
+// key and value into the cache for later steps. Same arithmetic in the same order as the two
+// launches: the output and the cache are bit-identical to attn_inputs then attn_split. q, k
+// and v are left unprepared (nothing reads them after attention).
+// grid, block: attn_split's, one row (gridDim.z == 1). Arguments: attn_split's, then
+// attn_inputs' k, v, qw, kw, norm, eps, rope_dim, theta_scale, style, and `kvw`: the cache
+// again, writable (kv is read-only in attn_split's parameters; the rows written are never
+// read through it).
+struct AttnSync {
+    int bar;
+    __device__ __forceinline__ void operator()() const { att_sync(bar); }
+};
+
+struct AttnPrepQ {
+    static constexpr bool NEW = true;
+    u16* nk;
+    u16* nv;
+    float* hk;
+    double* red;
+    const float* k;
+    const float* v;
+    const float* qw;
+    const float* kw;
+    int norm;
+    float eps;
+    int rope_dim;
+    float theta_scale;
+    int style;
+    int n_head, n_head_kv, head_dim_v;
+    u16* kvw;
+    const u32* slot;
+    u64 slot_stride, k_off, v_off;
+    int cap;
+    __device__ __forceinline__ int stage(const float* qh, float* sq, int head_dim, int h, int kvh, u32 p, int k0,
+                                         int k1, int t, int bar) const {
+        const AttnSync sync = {bar};
+        head_prep(qh, sq, red, qw, norm, eps, head_dim, rope_dim, theta_scale, style, p, false, 1.0f, t, ATT_THREADS,
+                  sync);
+        for (int d = t; d < head_dim; d += ATT_THREADS) sq[d] = round_f16(sq[d]);
+        const bool mine = k0 <= (int)p && (int)p < k1;
+        if (mine) {
+            head_prep(k + (size_t)kvh * head_dim, hk, red, kw, norm, eps, head_dim, rope_dim, theta_scale, style, p,
+                      false, 1.0f, t, ATT_THREADS, sync);
+            const float* vs = v + (size_t)kvh * head_dim_v;
+            for (int d = t; d < head_dim; d += ATT_THREADS) nk[d] = f2h(hk[d]);
+            for (int d = t; d < head_dim_v; d += ATT_THREADS) nv[d] = f2h(vs[d]);
+            if (h % (n_head / n_head_kv) == 0) {
+                const int k_dim = n_head_kv * head_dim, v_dim = n_head_kv * head_dim_v;
+                u16* base = kvw + (u64)slot[0] * slot_stride;
+                const u64 ring = p % (u32)cap;
+                u16* kd = base + k_off + ring * (u64)k_dim + (u64)kvh * head_dim;
+                u16* vd = base + v_off + ring * (u64)v_dim + (u64)kvh * head_dim_v;
+                for (int d = t; d < head_dim; d += ATT_THREADS) kd[d] = nk[d];
+                for (int d = t; d < head_dim_v; d += ATT_THREADS) vd[d] = nv[d];
+            }
+        }
+        att_sync(bar);
+        return mine ? (int)p : -1;
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(ATT_THREADS)
+    attn_split_prep(ATTN_SPLIT_PARAMS, const float* __restrict__ k, const float* __restrict__ v,
+                    const float* __restrict__ qw, const float* __restrict__ kw, int norm, float eps, int rope_dim,
+                    float theta_scale, int style, u16* kvw) {
+    pdl_begin_small();
+    __shared__ AttnSmem sm;
+    __shared__ __align__(16) u16 nk[MAX_HEAD];
+    __shared__ __align__(16) u16 nv[MAX_HEAD];
+    __shared__ float hk[MAX_HEAD];
+    __shared__ double red[1];
+    const AttnPrepQ st = {nk,    nv,       hk,   red,       k,     v,          qw,          kw,
+                          norm,  eps,      rope_dim, theta_scale, style, n_head, n_head_kv, head_dim_v,
+                          kvw,   slot,     slot_stride, k_off,  v_off, cap};
+    attn_item(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v, scale,
+              window, max_splits, min_keys, part, ml, done, out, gate, q8, ds8, blockIdx.x, blockIdx.y, 0,
+              threadIdx.x, 0, sm, st);
 }

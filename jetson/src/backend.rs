@@ -220,6 +220,16 @@ pub struct CudaBackend {
     pub fuse_qk: bool,
     /// How many such one-launch `qkv_attn_inputs` this backend has made (checks read it).
     pub fused_qk: u64,
+    /// Whether a one-row `attn_inputs` waits for the attention after it and runs inside its
+    /// launch, `attn_split_prep` (each attention block prepares its own query head and the
+    /// block whose split holds the new position its key; output and cache bit-identical to the
+    /// two launches). `$GLIMMER_FUSE_PREP=1` (a measuring knob, off by default until measured).
+    pub fuse_prep: bool,
+    /// The `attn_inputs` waiting for the next op ([`Self::fuse_prep`]): `None` between ops
+    /// unless the last op was a one-row `attn_inputs` that deferred itself.
+    pub(crate) pending_prep: Option<crate::ops::PendingPrep>,
+    /// How many deferred `attn_inputs` ran inside the attention launch (checks read it).
+    pub fused_prep: u64,
     /// Whether `attention_project` at one row runs attention in front of the output
     /// projection in one launch, `gemv_k_multi_tma1_t2_attn` (or, with
     /// [`NormFusion::Grid`], `gemv_k_multi_tma1_t2_attn_gridnorm`, the norms after it too):
@@ -570,6 +580,9 @@ impl CudaBackend {
             fuse_norm: NormFusion::from_env(),
             fuse_qk: env_on("GLIMMER_FUSE_QK"),
             fused_qk: 0,
+            fuse_prep: env_on("GLIMMER_FUSE_PREP"),
+            pending_prep: None,
+            fused_prep: 0,
             fuse_attn: env_on("GLIMMER_FUSE_ATTN"),
             fused_attn: 0,
             gemv_trace: None,
@@ -654,7 +667,7 @@ impl CudaBackend {
         if slot >= self.kvl.slots {
             return Err(CudaError::KvRange);
         }
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.slot
             .sync_dev(&self.gpu, &[slot as u32], self.capturing)
     }
@@ -662,7 +675,7 @@ impl CudaBackend {
     /// Loads the tokens and positions of the next forward call into device memory (a graph
     /// replay reads them from there).
     pub fn set_inputs(&mut self, tokens: &[u32], positions: &[u32]) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.tokens.sync_dev(&self.gpu, tokens, self.capturing)?;
         self.positions
             .sync_dev(&self.gpu, positions, self.capturing)
@@ -673,7 +686,7 @@ impl CudaBackend {
         if src.len() != dst.len {
             return Err(CudaError::BadRegion);
         }
-        self.flush_norm()?;
+        self.flush_pending()?;
         let p = self.at(dst)?;
         self.qx = None;
         self.gpu.upload(p, src)
@@ -714,7 +727,7 @@ impl CudaBackend {
     /// The traced launches since [`Self::trace_gemvs`] or the last call, each with its blocks'
     /// stamps; starts the next trace from an empty list.
     pub fn take_gemv_trace(&mut self) -> Result<Vec<(TracedLaunch, Vec<BlockStamps>)>, CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         let Some(t) = &mut self.gemv_trace else {
             return Ok(Vec::new());
         };
@@ -739,7 +752,7 @@ impl CudaBackend {
 
     /// Index of the largest value in `x` (lowest index on ties), computed on the device.
     pub fn argmax(&mut self, x: Buf) -> Result<u32, CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         let p = self.at(x)?;
         let f = raw(&self.gpu.fns().argmax);
         self.gpu.launch(

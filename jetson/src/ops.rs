@@ -134,6 +134,22 @@ pub(crate) struct PendingNorm {
     ptrs: NormPtrs,
 }
 
+/// A one-row `attn_inputs` deferred into the attention after it ([`CudaBackend::fuse_prep`]):
+/// its launch (run as is if no attention takes it), the query region and the layer and head
+/// size the attention must match.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PendingPrep {
+    launch: ([Arg; QK_TAIL_ARGS - 1], u32, u32),
+    q: Buf,
+    layer: usize,
+    head_dim: usize,
+}
+
+/// Arguments `attn_split_prep` takes after `attn_split`'s: `attn_inputs`' k, v, qw, kw, norm,
+/// eps, rope_dim, theta_scale, style, then the cache (writable).
+const PREP_ARGS: usize = 10;
+const _: () = assert!(ATT_ARGS + PREP_ARGS <= MAX_ARGS);
+
 /// The widest row `gemv_k_multi_norm`'s last block normalizes (`MN_VALUES` values for each of
 /// its [`MULTI_THREADS`] threads, kernels/norm.cu).
 pub(crate) const NORM_TAIL_MAX_DIM: usize = 32 * MULTI_THREADS as usize;
@@ -994,13 +1010,58 @@ impl CudaBackend {
         }
     }
 
-    /// Runs the deferred norms, if any, as their own launch ([`NormFusion::Pre`]: every op
-    /// but the `matmul_many` that can take them calls this first).
-    pub(crate) fn flush_norm(&mut self) -> Result<(), CudaError> {
+    /// Runs whatever waits for the next op as its own launch: the deferred norms
+    /// ([`NormFusion::Pre`]) or the deferred `attn_inputs` ([`CudaBackend::fuse_prep`]). Every
+    /// op calls this first, but the ones that can take them: `matmul_many` the norms, the
+    /// attention the `attn_inputs` (which flush only the other kind). At most one of them
+    /// waits at any time (each op flushes the other before it defers its own).
+    pub(crate) fn flush_pending(&mut self) -> Result<(), CudaError> {
+        self.flush_norm()?;
+        self.flush_prep()
+    }
+
+    /// Runs the deferred norms, if any, as their own launch.
+    fn flush_norm(&mut self) -> Result<(), CudaError> {
         match self.pending_norm.take() {
             Some(p) => self.launch_norm(p.ptrs, 1),
             None => Ok(()),
         }
+    }
+
+    /// Runs the deferred `attn_inputs`, if any, as its own launch.
+    fn flush_prep(&mut self) -> Result<(), CudaError> {
+        match self.pending_prep.take() {
+            Some(p) => self.launch_attn_inputs(&p.launch, 1),
+            None => Ok(()),
+        }
+    }
+
+    /// Attention at one row with the deferred `attn_inputs` in it (`attn_split_prep`), where
+    /// that one prepared this layer's `q` (the same regions and positions as the arguments
+    /// made already). Returns whether it launched; if not, the `attn_inputs` still waits.
+    fn take_prep(&mut self, p: &AttnParams, q: Buf, a: &AttnLaunch) -> Result<bool, CudaError> {
+        let Some(pp) = self.pending_prep else {
+            return Ok(false);
+        };
+        if a.rows != 1 || pp.q != q || pp.layer != p.layer || pp.head_dim != p.head_dim {
+            return Ok(false);
+        }
+        // attn_inputs' arguments: q, k, v, qw, kw, norm, eps, n_head, n_head_kv, head_dim,
+        // head_dim_v, rope_dim, theta_scale, style, the cache's six, positions.
+        let t = &pp.launch.0;
+        let mut all = [Arg::I(0); ATT_ARGS + PREP_ARGS];
+        all[..ATT_ARGS].copy_from_slice(&a.args);
+        all[ATT_ARGS..ATT_ARGS + 6].copy_from_slice(&[t[1], t[2], t[3], t[4], t[5], t[6]]);
+        all[ATT_ARGS + 6..].copy_from_slice(&[t[11], t[12], t[13], t[14]]);
+        self.gpu.launch(
+            raw(&self.gpu.fns().attn_split_prep),
+            a.grid,
+            128,
+            &all,
+        )?;
+        self.pending_prep = None;
+        self.fused_prep += 1;
+        Ok(true)
     }
 
     /// `matmul_many` over the deferred norms' output at one row ([`NormFusion::Pre`]): one
@@ -1216,10 +1277,17 @@ impl CudaBackend {
         gate: Option<Buf>,
         out: Buf,
     ) -> Result<(), CudaError> {
-        match self.attn_args(p, q, positions, gate, out)? {
-            Some(a) => self.launch_attn(&a),
-            None => Ok(()),
+        let Some(a) = self.attn_args(p, q, positions, gate, out)? else {
+            return self.flush_prep();
+        };
+        if !self.take_prep(p, q, &a)? {
+            self.flush_prep()?;
+            return self.launch_attn(&a);
         }
+        if a.q8 {
+            self.qx = Some((a.out, a.rows, a.cols));
+        }
+        Ok(())
     }
 }
 
@@ -1227,7 +1295,7 @@ impl Backend for CudaBackend {
     type Error = CudaError;
 
     fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         let t = self.weight(table)?;
         if out.len != tokens.len() * t.cols || tokens.is_empty() {
@@ -1262,14 +1330,14 @@ impl Backend for CudaBackend {
         eps: f32,
         out: Buf,
     ) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.norm(x, None, None, weight, dim, eps, out)
     }
 
     /// In one launch (`CudaBackend::norm` with the residual). (`matmul_add_rmsnorm` may
     /// instead defer them into the next GEMV's launch, [`NormFusion::Pre`].)
     fn branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.norm(e.x, Some(e.y), e.post, e.weight, e.dim, e.eps, e.out)
     }
 
@@ -1280,7 +1348,7 @@ impl Backend for CudaBackend {
         rows: usize,
         e: &BranchEnd<'_, '_>,
     ) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         if self.matmul_norm_fused(w, a, rows, e, None)? {
             return Ok(());
         }
@@ -1292,7 +1360,7 @@ impl Backend for CudaBackend {
     }
 
     fn matmul(&mut self, w: &Tensor<'_>, x: Buf, rows: usize, out: Buf) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         let d = self.weight(w)?;
         if x.len != rows * d.cols || out.len != rows * d.rows || !x.disjoint(out) {
             return Err(CudaError::BadRegion);
@@ -1345,7 +1413,7 @@ impl Backend for CudaBackend {
         base: f32,
         style: RopeStyle,
     ) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         if x.len != positions.len() * n_heads * head_dim || rope_dim > head_dim {
             return Err(CudaError::BadRegion);
@@ -1381,7 +1449,7 @@ impl Backend for CudaBackend {
         v: Buf,
         positions: &[u32],
     ) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         let n = positions.len();
         let (kd, vd) = (self.kvl.k_dim, self.kvl.v_dim);
@@ -1446,10 +1514,13 @@ impl Backend for CudaBackend {
         wo: &Tensor<'_>,
         e: &BranchEnd<'_, '_>,
     ) -> Result<(), CudaError> {
+        // Attention takes a deferred attn_inputs in the two-op form; the one-launch form
+        // does not.
         self.flush_norm()?;
         if !(self.fuse_attn && positions.len() == 1) {
             return attend_then_project(self, p, q, positions, gate, att, wo, e);
         }
+        self.flush_prep()?;
         let Some(a) = self.attn_args(p, q, positions, gate, att)? else {
             return Ok(());
         };
@@ -1485,8 +1556,18 @@ impl Backend for CudaBackend {
         v: Buf,
         positions: &[u32],
     ) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         let launch = self.attn_inputs_args(p, q, k, v, positions)?;
+        if self.fuse_prep && positions.len() == 1 {
+            self.qx = None;
+            self.pending_prep = Some(PendingPrep {
+                launch,
+                q,
+                layer: p.layer,
+                head_dim: p.head_dim,
+            });
+            return Ok(());
+        }
         self.launch_attn_inputs(&launch, positions.len())
     }
 
@@ -1509,7 +1590,7 @@ impl Backend for CudaBackend {
         if !(self.fuse_qk && positions.len() == 1 && ws.len() == outs.len()) {
             return qkv_then_attn_inputs(self, ws, x, q, k, v, gate, p, positions);
         }
-        self.flush_norm()?;
+        self.flush_pending()?;
         let launch = self.attn_inputs_args(p, q, k, v, positions)?;
         let mut tail = [Arg::I(0); QK_TAIL_ARGS];
         tail[..QK_TAIL_ARGS - 1].copy_from_slice(&launch.0);
@@ -1537,7 +1618,7 @@ impl Backend for CudaBackend {
         if self.take_norm(ws, x, rows, outs)? {
             return Ok(());
         }
-        self.flush_norm()?;
+        self.flush_pending()?;
         if self.matmul_multi(ws, x, rows, outs, None, None)?.is_some() {
             return Ok(());
         }
@@ -1597,7 +1678,7 @@ impl Backend for CudaBackend {
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         if gate.len != up.len || !gate.disjoint(up) {
             return Err(CudaError::BadRegion);
@@ -1612,7 +1693,7 @@ impl Backend for CudaBackend {
     }
 
     fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         if x.len != gate.len || !x.disjoint(gate) {
             return Err(CudaError::BadRegion);
@@ -1623,7 +1704,7 @@ impl Backend for CudaBackend {
     }
 
     fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
@@ -1635,7 +1716,7 @@ impl Backend for CudaBackend {
     }
 
     fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         if x.len != y.len || !x.disjoint(y) {
             return Err(CudaError::BadRegion);
@@ -1646,7 +1727,7 @@ impl Backend for CudaBackend {
     }
 
     fn scale(&mut self, x: Buf, s: f32) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         self.qx = None;
         let xp = self.at(x)?;
         let gpu = self.gpu.clone();
@@ -1654,7 +1735,7 @@ impl Backend for CudaBackend {
     }
 
     fn read(&mut self, src: Buf, dst: &mut [f32]) -> Result<(), CudaError> {
-        self.flush_norm()?;
+        self.flush_pending()?;
         if dst.len() != src.len {
             return Err(CudaError::BadRegion);
         }

@@ -126,7 +126,7 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         let r = self
             .model
             .forward(&mut self.backend, &[token], pos, LogitRows::Last)
-            .and_then(|n| Ok(self.backend.flush_norm().map(|()| n)?));
+            .and_then(|n| Ok(self.backend.flush_pending().map(|()| n)?));
         self.backend.capturing = false;
         self.backend.qx = None;
         // End the capture whatever happened, so the stream is usable again.

@@ -1265,6 +1265,105 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     }
     p.cu.fuse_qk = fuse_default;
 
+    // attn_inputs deferred into the attention after it (`fuse_prep`, `attn_split_prep`) at
+    // one row, position 218, plain and gated: counted (one taken), the output against the
+    // CPU's two ops; then attention over the cache at 218 with another query (the fused launch
+    // stored key and value there: the cache row was junk before it); then the same inputs
+    // through the two launches on the device, whose output must be bit-identical.
+    let prep_default = p.cu.fuse_prep;
+    let pos = [218u32];
+    for (case, with) in [("normed_rope", true), ("plain", false)] {
+        for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
+            for gated in [false, true] {
+                let prep = QkPrep {
+                    layer,
+                    n_head: N_HEAD,
+                    n_head_kv: N_HEAD_KV,
+                    head_dim: HEAD,
+                    norm: with.then_some((Some(&qt), Some(&kt), 1e-6)),
+                    rope: with.then_some((HEAD / 2, 10000.0, RopeStyle::HalfSplit)),
+                };
+                let prm = AttnParams {
+                    layer,
+                    n_head: N_HEAD,
+                    n_head_kv: N_HEAD_KV,
+                    head_dim: HEAD,
+                    head_dim_v: HEAD,
+                    scale: 0.125,
+                    window,
+                };
+                let tag = format!(
+                    "attn_prep_{case}_layer{layer}{}",
+                    if gated { "_gated" } else { "" }
+                );
+                let (q, k, v) = (buf(A, N_HEAD * HEAD), buf(B, kd), buf(C, kd));
+                let (out, gate) = (buf(D, N_HEAD * HEAD), buf(D + 4096, N_HEAD * HEAD));
+                let inputs = [
+                    rng.vec(q.len, 2.0),
+                    rng.vec(k.len, 2.0),
+                    rng.vec(v.len, 1.0),
+                    rng.vec(gate.len, 2.0),
+                ];
+                for (b, x) in [q, k, v, gate].into_iter().zip(&inputs) {
+                    p.put(b, x)?;
+                }
+                p.poison(out)?;
+                // Junk in the cache row the launch must store (device only).
+                let junk = vec![1e3f32; kd];
+                p.cu.write(k, &junk).map_err(|e| e.to_string())?;
+                p.cu.write(v, &junk).map_err(|e| e.to_string())?;
+                p.cu.kv_store(layer, k, v, &pos).map_err(|e| e.to_string())?;
+                p.cu.write(k, &inputs[1]).map_err(|e| e.to_string())?;
+                p.cu.write(v, &inputs[2]).map_err(|e| e.to_string())?;
+                p.cu.fuse_prep = true;
+                let before = p.cu.fused_prep;
+                p.run(|b| {
+                    b.b_attn_inputs(&prep, q, k, v, &pos)?;
+                    match gated {
+                        true => b.b_attention_gated(&prm, q, &pos, gate, out),
+                        false => b.b_attention(&prm, q, &pos, out),
+                    }
+                })?;
+                p.cu.fuse_prep = prep_default;
+                let taken = p.cu.fused_prep - before;
+                if taken != 1 {
+                    println!("{tag}: {taken} attn_inputs taken by attention, expected 1  FAIL");
+                    ok = false;
+                }
+                ok &= p.check(&format!("{tag}_attention"), out, 5e-3)?;
+                let mut fused = vec![0f32; out.len];
+                p.cu.read(out, &mut fused).map_err(|e| e.to_string())?;
+                // The cache row, through another query's attention.
+                let (q2, out2) = (buf(S, N_HEAD * HEAD), buf(S + 4096, N_HEAD * HEAD));
+                p.put(q2, &rng.vec(q2.len, 2.0))?;
+                p.poison(out2)?;
+                p.run(|b| b.b_attention(&prm, q2, &pos, out2))?;
+                ok &= p.check(&format!("{tag}_cache"), out2, 5e-3)?;
+                // The two launches, device only, from the same inputs.
+                for (b, x) in [q, k, v, gate].into_iter().zip(&inputs) {
+                    p.cu.write(b, x).map_err(|e| e.to_string())?;
+                }
+                p.cu.write(out, &vec![f32::NAN; out.len])
+                    .map_err(|e| e.to_string())?;
+                p.cu.attn_inputs(&prep, q, k, v, &pos)
+                    .map_err(|e| e.to_string())?;
+                match gated {
+                    true => p.cu.attention_gated(&prm, q, &pos, gate, out),
+                    false => p.cu.attention(&prm, q, &pos, out),
+                }
+                .map_err(|e| e.to_string())?;
+                let mut apart = vec![0f32; out.len];
+                p.cu.read(out, &mut apart).map_err(|e| e.to_string())?;
+                let same = fused.iter().zip(&apart).all(|(a, b)| a.to_bits() == b.to_bits());
+                println!(
+                    "{tag}_bitwise: {}",
+                    if same { "PASS" } else { "differs from the two launches  FAIL" }
+                );
+                ok &= same;
+            }
+        }
+    }
+
     // Attention and the output projection with its norms in one call (`attention_project`)
     // at one row, position 217, over the caches the calls above left: on sm_90 with
     // `fuse_attn` and the bulk-copy kernels one launch (counted), `gemv_k_multi_tma1_t2_attn`
