@@ -1053,12 +1053,8 @@ impl CudaBackend {
         all[..ATT_ARGS].copy_from_slice(&a.args);
         all[ATT_ARGS..ATT_ARGS + 6].copy_from_slice(&[t[1], t[2], t[3], t[4], t[5], t[6]]);
         all[ATT_ARGS + 6..].copy_from_slice(&[t[11], t[12], t[13], t[14]]);
-        self.gpu.launch(
-            raw(&self.gpu.fns().attn_split_prep),
-            a.grid,
-            128,
-            &all,
-        )?;
+        self.gpu
+            .launch(raw(&self.gpu.fns().attn_split_prep), a.grid, 128, &all)?;
         self.pending_prep = None;
         self.fused_prep += 1;
         Ok(true)

@@ -1312,7 +1312,8 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 let junk = vec![1e3f32; kd];
                 p.cu.write(k, &junk).map_err(|e| e.to_string())?;
                 p.cu.write(v, &junk).map_err(|e| e.to_string())?;
-                p.cu.kv_store(layer, k, v, &pos).map_err(|e| e.to_string())?;
+                p.cu.kv_store(layer, k, v, &pos)
+                    .map_err(|e| e.to_string())?;
                 p.cu.write(k, &inputs[1]).map_err(|e| e.to_string())?;
                 p.cu.write(v, &inputs[2]).map_err(|e| e.to_string())?;
                 p.cu.fuse_prep = true;
@@ -1354,10 +1355,17 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 .map_err(|e| e.to_string())?;
                 let mut apart = vec![0f32; out.len];
                 p.cu.read(out, &mut apart).map_err(|e| e.to_string())?;
-                let same = fused.iter().zip(&apart).all(|(a, b)| a.to_bits() == b.to_bits());
+                let same = fused
+                    .iter()
+                    .zip(&apart)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
                 println!(
                     "{tag}_bitwise: {}",
-                    if same { "PASS" } else { "differs from the two launches  FAIL" }
+                    if same {
+                        "PASS"
+                    } else {
+                        "differs from the two launches  FAIL"
+                    }
                 );
                 ok &= same;
             }
