@@ -660,7 +660,8 @@ impl CudaBackend {
             out,
         } = *e;
         let mode = self.fuse_norm;
-        if mode == NormFusion::Off
+        // The deferred norms (Pre) are not fused here: `defer_norm` hands them to the next op.
+        if matches!(mode, NormFusion::Off | NormFusion::Pre)
             || (head.is_some() && mode != NormFusion::Grid)
             || rows != 1
             || w.rows != dim
