@@ -369,7 +369,11 @@ __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int 
     att_sync(bar);
 }
 
-extern "C" __global__ void __launch_bounds__(ATT_THREADS) attn_split(ATTN_SPLIT_PARAMS) {
+// Then `nextw` / `next_bytes`: weights to ask L2 for before the wait (l2_prefetch_share;
+// null: none).
+extern "C" __global__ void __launch_bounds__(ATT_THREADS)
+    attn_split(ATTN_SPLIT_PARAMS, const u8* __restrict__ nextw, u64 next_bytes) {
+    l2_prefetch_share(nextw, next_bytes);
     pdl_begin_small();
     __shared__ AttnSmem sm;
     attn_item(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v, scale,

@@ -135,9 +135,9 @@ extern "C" __global__ void __launch_bounds__(768, 1)
 // launches: the output and the cache are bit-identical to attn_inputs then attn_split. q, k
 // and v are left unprepared (nothing reads them after attention).
 // grid, block: attn_split's, one row (gridDim.z == 1). Arguments: attn_split's, then
-// attn_inputs' k, v, qw, kw, norm, eps, rope_dim, theta_scale, style, and `kvw`: the cache
+// attn_inputs' k, v, qw, kw, norm, eps, rope_dim, theta_scale, style, `kvw`: the cache
 // again, writable (kv is read-only in attn_split's parameters; the rows written are never
-// read through it).
+// read through it), then attn_split's nextw / next_bytes.
 struct AttnSync {
     int bar;
     __device__ __forceinline__ void operator()() const { att_sync(bar); }
@@ -194,7 +194,8 @@ struct AttnPrepQ {
 extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     attn_split_prep(ATTN_SPLIT_PARAMS, const float* __restrict__ k, const float* __restrict__ v,
                     const float* __restrict__ qw, const float* __restrict__ kw, int norm, float eps, int rope_dim,
-                    float theta_scale, int style, u16* kvw) {
+                    float theta_scale, int style, u16* kvw, const u8* __restrict__ nextw, u64 next_bytes) {
+    l2_prefetch_share(nextw, next_bytes);
     pdl_begin_small();
     __shared__ AttnSmem sm;
     __shared__ __align__(16) u16 nk[MAX_HEAD];

@@ -109,6 +109,29 @@ __device__ __forceinline__ uint4 ld_weights16(const void* p) {
 }
 
 // Starts fetching the 128-byte line at `p` into L2 (read-only data).
+// This block's share of the `bytes` at `p` (16-byte aligned, a multiple of 16; null: none)
+// into L2, by thread 0, in bulk prefetches of at most 1 MiB: weights a later launch reads,
+// asked for by a launch that itself reads little, so that HBM streams them while it would
+// otherwise idle (attention before the output projection, `CudaBackend::attn_prefetch`). Any
+// grid shape: every block takes its own share.
+__device__ __forceinline__ void l2_prefetch_share(const u8* p, u64 bytes) {
+#if __CUDA_ARCH__ >= 900
+    if (!p || threadIdx.x != 0) return;
+    const u64 blocks = (u64)gridDim.x * gridDim.y * gridDim.z;
+    const u64 b = blockIdx.x + (u64)gridDim.x * (blockIdx.y + (u64)gridDim.y * blockIdx.z);
+    const u64 share = ((bytes + blocks - 1) / blocks + 15) & ~15ull;
+    u64 off = b * share;
+    if (off >= bytes) return;
+    u64 n = min(share, bytes - off) & ~15ull;
+    while (n) {
+        const u32 c = (u32)min(n, (u64)1 << 20);
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + off), "r"(c) : "memory");
+        off += c;
+        n -= c;
+    }
+#endif
+}
+
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }

@@ -230,6 +230,16 @@ pub struct CudaBackend {
     pub(crate) pending_prep: Option<crate::ops::PendingPrep>,
     /// How many deferred `attn_inputs` ran inside the attention launch (checks read it).
     pub fused_prep: u64,
+    /// Bytes of the output projection's weights that one-row attention in
+    /// `attention_project` asks L2 to fetch before it waits on the kernel before it (HBM is
+    /// otherwise idle through attention and the Q/K prep before it); 0: none.
+    /// `$GLIMMER_ATTN_PREFETCH` in MiB (a measuring knob, off by default until measured).
+    pub attn_prefetch_bytes: u64,
+    /// The weights the next attention launch asks L2 for (set by `attention_project` around
+    /// its attention call): device address and bytes.
+    pub(crate) attn_next: Option<(u64, u64)>,
+    /// How many attention launches asked L2 for weights (checks read it).
+    pub attn_prefetches: u64,
     /// Whether `attention_project` at one row runs attention in front of the output
     /// projection in one launch, `gemv_k_multi_tma1_t2_attn` (or, with
     /// [`NormFusion::Grid`], `gemv_k_multi_tma1_t2_attn_gridnorm`, the norms after it too):
@@ -583,6 +593,12 @@ impl CudaBackend {
             fuse_prep: env_on("GLIMMER_FUSE_PREP"),
             pending_prep: None,
             fused_prep: 0,
+            attn_prefetch_bytes: std::env::var("GLIMMER_ATTN_PREFETCH")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map_or(0, |mib| mib.saturating_mul(1 << 20)),
+            attn_next: None,
+            attn_prefetches: 0,
             fuse_attn: env_on("GLIMMER_FUSE_ATTN"),
             fused_attn: 0,
             gemv_trace: None,

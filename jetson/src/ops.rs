@@ -148,7 +148,7 @@ pub(crate) struct PendingPrep {
 /// Arguments `attn_split_prep` takes after `attn_split`'s: `attn_inputs`' k, v, qw, kw, norm,
 /// eps, rope_dim, theta_scale, style, then the cache (writable).
 const PREP_ARGS: usize = 10;
-const _: () = assert!(ATT_ARGS + PREP_ARGS <= MAX_ARGS);
+const _: () = assert!(ATT_ARGS + PREP_ARGS + 2 <= MAX_ARGS);
 
 /// The widest row `gemv_k_multi_norm`'s last block normalizes (`MN_VALUES` values for each of
 /// its [`MULTI_THREADS`] threads, kernels/norm.cu).
@@ -1050,10 +1050,11 @@ impl CudaBackend {
         // attn_inputs' arguments: q, k, v, qw, kw, norm, eps, n_head, n_head_kv, head_dim,
         // head_dim_v, rope_dim, theta_scale, style, the cache's six, positions.
         let t = &pp.launch.0;
-        let mut all = [Arg::I(0); ATT_ARGS + PREP_ARGS];
+        let mut all = [Arg::I(0); ATT_ARGS + PREP_ARGS + 2];
         all[..ATT_ARGS].copy_from_slice(&a.args);
         all[ATT_ARGS..ATT_ARGS + 6].copy_from_slice(&[t[1], t[2], t[3], t[4], t[5], t[6]]);
-        all[ATT_ARGS + 6..].copy_from_slice(&[t[11], t[12], t[13], t[14]]);
+        all[ATT_ARGS + 6..ATT_ARGS + PREP_ARGS].copy_from_slice(&[t[11], t[12], t[13], t[14]]);
+        all[ATT_ARGS + PREP_ARGS..].copy_from_slice(&self.attn_next_args(a.rows));
         self.gpu
             .launch(raw(&self.gpu.fns().attn_split_prep), a.grid, 128, &all)?;
         self.pending_prep = None;
@@ -1255,10 +1256,25 @@ impl CudaBackend {
         }))
     }
 
+    /// The weights `attn_split` / `attn_split_prep` ask L2 for ([`Self::attn_next`]) at
+    /// `rows` rows (decode only), as their last two arguments, counted.
+    fn attn_next_args(&mut self, rows: usize) -> [Arg; 2] {
+        match self.attn_next.filter(|_| rows == 1) {
+            Some((ptr, bytes)) => {
+                self.attn_prefetches += 1;
+                [Arg::P(ptr), Arg::U(bytes)]
+            }
+            None => [Arg::P(0), Arg::U(0)],
+        }
+    }
+
     /// The `attn_split` launch of [`Self::attn_args`]' making.
     fn launch_attn(&mut self, a: &AttnLaunch) -> Result<(), CudaError> {
+        let mut all = [Arg::I(0); ATT_ARGS + 2];
+        all[..ATT_ARGS].copy_from_slice(&a.args);
+        all[ATT_ARGS..].copy_from_slice(&self.attn_next_args(a.rows));
         self.gpu
-            .launch(raw(&self.gpu.fns().attn_split), a.grid, 128, &a.args)?;
+            .launch(raw(&self.gpu.fns().attn_split), a.grid, 128, &all)?;
         if a.q8 {
             self.qx = Some((a.out, a.rows, a.cols));
         }
@@ -1515,7 +1531,16 @@ impl Backend for CudaBackend {
         // does not.
         self.flush_norm()?;
         if !(self.fuse_attn && positions.len() == 1) {
-            return attend_then_project(self, p, q, positions, gate, att, wo, e);
+            // The projection's first weights into L2 while attention runs, where asked for.
+            if self.attn_prefetch_bytes > 0 {
+                let t = self.weight(wo)?;
+                let bytes = (t.rows as u64 * t.row_bytes as u64).min(self.attn_prefetch_bytes);
+                self.attn_next =
+                    (t.ptr.is_multiple_of(16) && bytes >= 16).then_some((t.ptr, bytes & !15));
+            }
+            let r = attend_then_project(self, p, q, positions, gate, att, wo, e);
+            self.attn_next = None;
+            return r;
         }
         self.flush_prep()?;
         let Some(a) = self.attn_args(p, q, positions, gate, att)? else {

@@ -1399,13 +1399,19 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         })
         .collect();
     p.cu.upload(&gt).map_err(|e| e.to_string())?;
+    // Then the two ops with attention asking L2 for the projection's weights
+    // (`attn_prefetch_bytes`; counted, no result changes), with the norms apart and deferred.
     let (attn_default, norm_default) = (p.cu.fuse_attn, p.cu.fuse_norm);
-    p.cu.fuse_attn = true;
-    for (mode, mname) in [
-        (NormFusion::Off, "norms_apart"),
-        (NormFusion::Grid, "gridnorm"),
+    let prefetch_default = p.cu.attn_prefetch_bytes;
+    for (mode, mname, one_launch, prefetch) in [
+        (NormFusion::Off, "norms_apart", true, 0),
+        (NormFusion::Grid, "gridnorm", true, 0),
+        (NormFusion::Off, "prefetch", false, 1 << 20),
+        (NormFusion::Pre, "prefetch_prenorm", false, 1 << 20),
     ] {
         p.cu.fuse_norm = mode;
+        p.cu.fuse_attn = one_launch;
+        p.cu.attn_prefetch_bytes = prefetch;
         for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
             for gated in [true, false] {
                 for post in [None, Some(&gt[1])] {
@@ -1437,6 +1443,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     }
                     let g = gated.then_some(gate);
                     let before = p.cu.fused_attn;
+                    let prefetches = p.cu.attn_prefetches;
                     p.run(|b| {
                         let e = branch_end(y, xr, post, Some(&gt[0]), wo.rows, nb);
                         b.b_attention_project(&prm, q, &pos, g, att, &wo, &e)?;
@@ -1449,11 +1456,17 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     );
                     let fused = p.cu.fused_attn - before;
                     let want = u64::from(
-                        p.cu.gpu().compute_capability().0 >= 9
+                        one_launch
+                            && p.cu.gpu().compute_capability().0 >= 9
                             && p.cu.gemv_tma.is_some_and(|t| t.team == 2),
                     );
                     if fused != want {
                         println!("{tag}: {fused} one-launch calls, expected {want}  FAIL");
+                        ok = false;
+                    }
+                    let asked = p.cu.attn_prefetches - prefetches;
+                    if asked != u64::from(prefetch > 0) {
+                        println!("{tag}: {asked} attention launches asked L2 for weights  FAIL");
                         ok = false;
                     }
                     let tol = matmul_tol(GgmlType::Q4_K);
@@ -1468,5 +1481,6 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     }
     p.cu.fuse_attn = attn_default;
     p.cu.fuse_norm = norm_default;
+    p.cu.attn_prefetch_bytes = prefetch_default;
     Ok(ok)
 }
