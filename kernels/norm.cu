@@ -570,19 +570,22 @@ extern "C" __global__ void __launch_bounds__(768, 1)
 // (one row, dim values, through L2), runs the norms as norm_add_rmsnorm_q8_f32 / add_rmsnorm_q8
 // do (same roundings, f64 sums: every block gets the same bits), and quantizes the result
 // straight into its shared-memory activation row, in place of loading aq / ads. The block then
-// arrives at a split grid barrier (`bar`: grid_barrier's two counters) and goes on with its
-// items, whose first copies were asked for before the wait on the previous kernel, as always.
-// Once its items are done, it waits for the barrier's generation to move (every block has read
-// x and y by then: in practice it already has) and writes its share of the 32-value groups of
-// what the norm launch would have written: y (normed, with a post-norm), x, out (f32) and the
-// q8_1 row in aq / ads, so later ops read the same memory as after the two launches.
+// goes on with its items, whose first copies were asked for before the wait on the previous
+// kernel, as always. Once its items are done, it loads its share of the 32-value groups, arrives
+// at a grid barrier (`bar`: grid_barrier's two counters) and waits for every block to have
+// arrived (so every block has read x and y), and writes that share of what the norm launch would
+// have written: y (normed, with a post-norm), x, out (f32) and the q8_1 row in aq / ads, so later
+// ops read the same memory as after the two launches.
 // Arguments: the bulk-copy kernel's, then x, y, pw (null: no post-norm), peps, nw (null: gain
 // 1), nout, eps, bar. Needs dim (= cols) % 32 == 0, dim <= PRE_VALUES * blockDim.x, one
 // activation row (gridDim.y == 1), and y, x, nout, the outputs and aq / ads distinct.
-// Status: written in session 19 after the last device call; not yet run on a GPU.
-#define PRE_VALUES 16
+// Status: written in session 19; first measured in session 20 (H100) with the gains loaded where
+// used and the arrival at the end of the staging: staging 13.5 us a launch, 125 against 138
+// tok/s. Reworked then (one round trip for every load, the arrival after the items); see
+// BENCHMARKS.md.
+#define PRE_VALUES 9
 #define KT_PRE_RED KT_NORM_RED
-static_assert(KT_PRE_RED + 32 * sizeof(double) + 16 <= KT_BAR_BYTES, "the deferred norm's sums fit the barrier area");
+static_assert(KT_PRE_RED + 32 * sizeof(double) + 8 <= KT_BAR_BYTES, "the deferred norm's sums fit the barrier area");
 
 struct KtPreNormPro {
     static constexpr bool fresh = false;
@@ -598,18 +601,23 @@ struct KtPreNormPro {
     float2* ds;
     u32* bar;
     __device__ __forceinline__ void run() const {}
-    // The block's reduction scratch (32 doubles), then the two scales and the barrier
-    // generation this block saw before arriving.
+    // The block's reduction scratch (32 doubles), then the two scales.
     __device__ __forceinline__ double* part() const { return (double*)(kt_smem_base() + KT_PRE_RED); }
     __device__ __forceinline__ float* scales() const { return (float*)(part() + 32); }
+    // Every load of the row (x, y and both gains) is asked for at once: one round trip to L2,
+    // not one for each use (session 20's first form loaded the gains where it used them, 2 x 9
+    // round trips, and staged for 13.5 us against 0.8 for a plain launch).
     __device__ __forceinline__ void stage(u8* sa, float2* sd, int dim) const {
         const int t = threadIdx.x, bd = blockDim.x;
-        float xv[PRE_VALUES], yv[PRE_VALUES];
+        float xv[PRE_VALUES], yv[PRE_VALUES], pv[PRE_VALUES], nv[PRE_VALUES];
 #pragma unroll
         for (int k = 0; k < PRE_VALUES; ++k) {
             const int i = t + k * bd;
-            xv[k] = i < dim ? __ldcg(x + i) : 0.0f;
-            yv[k] = i < dim ? __ldcg(y + i) : 0.0f;
+            const bool in = i < dim;
+            xv[k] = in ? __ldcg(x + i) : 0.0f;
+            yv[k] = in ? __ldcg(y + i) : 0.0f;
+            pv[k] = in && pw ? __ldg(pw + i) : 1.0f;
+            nv[k] = in && nw ? __ldg(nw + i) : 1.0f;
         }
         float ys = 1.0f;
         if (pw) {
@@ -621,8 +629,7 @@ struct KtPreNormPro {
         double s = 0.0;
 #pragma unroll
         for (int k = 0; k < PRE_VALUES; ++k) {
-            const int i = t + k * bd;
-            const float b = pw && i < dim ? __fmul_rn(__fmul_rn(yv[k], ys), __ldg(pw + i)) : yv[k];
+            const float b = pw ? __fmul_rn(__fmul_rn(yv[k], ys), pv[k]) : yv[k];
             xv[k] = __fadd_rn(xv[k], b);
             s += (double)(xv[k] * xv[k]);
         }
@@ -633,7 +640,7 @@ struct KtPreNormPro {
             // dim % 32 == 0 and blockDim.x % 32 == 0: a warp is wholly inside or outside.
             if (i < dim) {
                 float v = __fmul_rn(xv[k], scale);
-                v = nw ? __fmul_rn(v, __ldg(nw + i)) : v;
+                v = nw ? __fmul_rn(v, nv[k]) : v;
                 float d;
                 const int qi = q8_lane(v, &d);
                 sa[kt_pa((u32)i)] = (u8)(i8)qi;
@@ -641,31 +648,44 @@ struct KtPreNormPro {
                 if ((t & 31) == 0) sd[i >> 5] = make_float2(d, d * (float)sq);
             }
         }
-        // Every thread has read x and y: arrive (the generation is read first).
-        __syncthreads();
         if (t == 0) {
             float* sc = scales();
             sc[0] = ys;
             sc[1] = scale;
-            ((u32*)sc)[2] = grid_arrive(bar, gridDim.x);
         }
+        // (The body's __syncthreads after this makes the scales visible to the block.)
     }
+    // After the block's items: its share of the 32-value groups written out. The share's
+    // inputs are loaded first (no other block writes them), then thread 0 arrives at the grid
+    // barrier and waits for every block to have arrived (each arrives here, after its
+    // staging: every block has read x and y), and only then are x and y overwritten. The
+    // arrival sits on no block's staging; the last block to arrive finds the barrier open.
     __device__ __forceinline__ void finish(int dim) const {
+        const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
+        const int groups = dim >> 5;
+        int g = blockIdx.x + warp * (int)gridDim.x;
+        float yo = 0.0f, xo = 0.0f, pg = 1.0f, ng = 1.0f;
+        auto load = [&](int gg) {
+            const int i = 32 * gg + lane;
+            yo = __ldcg(y + i);
+            xo = __ldcg(x + i);
+            pg = pw ? __ldg(pw + i) : 1.0f;
+            ng = nw ? __ldg(nw + i) : 1.0f;
+        };
+        if (g < groups) load(g);
+        if (threadIdx.x == 0) grid_wait(bar, grid_arrive(bar, gridDim.x));
         __syncthreads();
         const float* sc = scales();
-        if (threadIdx.x == 0) grid_wait(bar, ((const u32*)sc)[2]);
-        __syncthreads();
         const float ys = sc[0], scale = sc[1];
-        const int warp = threadIdx.x >> 5, warps = blockDim.x >> 5, lane = threadIdx.x & 31;
-        for (int g = blockIdx.x + warp * (int)gridDim.x; g < (dim >> 5); g += warps * (int)gridDim.x) {
+        for (bool first = true; g < groups; g += warps * (int)gridDim.x, first = false) {
+            if (!first) load(g);
             const int i = 32 * g + lane;
-            const float yo = __ldcg(y + i);
-            const float b = pw ? __fmul_rn(__fmul_rn(yo, ys), __ldg(pw + i)) : yo;
-            const float r = __fadd_rn(__ldcg(x + i), b);
+            const float b = pw ? __fmul_rn(__fmul_rn(yo, ys), pg) : yo;
+            const float r = __fadd_rn(xo, b);
             if (pw) y[i] = b;
             x[i] = r;
             float v = __fmul_rn(r, scale);
-            v = nw ? __fmul_rn(v, __ldg(nw + i)) : v;
+            v = nw ? __fmul_rn(v, ng) : v;
             nout[i] = v;
             quantize_lane_q8(v, (size_t)i, q, ds);
         }

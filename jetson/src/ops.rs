@@ -93,7 +93,7 @@ const PRE_ARGS: usize = 8;
 
 /// Values a thread of `gemv_k_multi_tma1_t2_prenorm` holds while it runs the norms
 /// (`PRE_VALUES`, kernels/norm.cu): the row may be at most this many times the block's threads.
-const PRE_VALUES: usize = 16;
+const PRE_VALUES: usize = 9;
 
 /// Whether no two of `regions` overlap.
 fn all_disjoint(regions: &[Buf]) -> bool {

@@ -1268,6 +1268,15 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         }
     }
     p.cu.fuse_qk = fuse_default;
+    // Each side stored the K and V of its own matmuls at 217 above (they differ by the
+    // matmuls' error): the same rows on both sides again, so that the attention checks below
+    // (which see key 217) measure attention alone.
+    for layer in 0..2 {
+        let (k, v) = (buf(B, kd), buf(C, kd));
+        p.put(k, &rng.vec(kd, 2.0))?;
+        p.put(v, &rng.vec(kd, 1.0))?;
+        p.run(|b| b.b_kv_store(layer, k, v, &[217]))?;
+    }
 
     // attn_inputs deferred into the attention after it (`fuse_prep`, `attn_split_prep`) at
     // one row, position 218, plain and gated: counted (one taken), the output against the
