@@ -167,7 +167,8 @@ pub struct CudaBackend {
     /// on the H200, but slower than the bulk-copy default; where the bulk-copy setting has
     /// teams of two, as the default does, it runs in `gemv_k_multi_tma1_t2_gridnorm` instead,
     /// which saved nothing on the H100 in session 19), or in the next GEMV's launch
-    /// ([`NormFusion::Pre`], written in session 19, not yet run on a GPU).
+    /// ([`NormFusion::Pre`]: 129.8 against 138.1 tok/s on the H100 in session 20, its
+    /// blocks' staging reading 14 MB from L2 a launch).
     /// `$GLIMMER_FUSE_NORM` = 1 (tail), 2 (split), 3 (grid) or 4 (pre) chooses (a measuring
     /// knob).
     /// Tail and split are correct and both measured slower on the H100's 30B-shape decode
@@ -223,7 +224,9 @@ pub struct CudaBackend {
     /// Whether a one-row `attn_inputs` waits for the attention after it and runs inside its
     /// launch, `attn_split_prep` (each attention block prepares its own query head and the
     /// block whose split holds the new position its key; output and cache bit-identical to the
-    /// two launches). `$GLIMMER_FUSE_PREP=1` (a measuring knob, off by default until measured).
+    /// two launches). `$GLIMMER_FUSE_PREP=1` (a measuring knob, off by default: no gain on the
+    /// H100 in session 20, 7.28 against 7.27 ms a step; each attention block's own query prep
+    /// costs what the launch did).
     pub fuse_prep: bool,
     /// The `attn_inputs` waiting for the next op ([`Self::fuse_prep`]): `None` between ops
     /// unless the last op was a one-row `attn_inputs` that deferred itself.
@@ -233,7 +236,8 @@ pub struct CudaBackend {
     /// Bytes of the output projection's weights that one-row attention in
     /// `attention_project` asks L2 to fetch before it waits on the kernel before it (HBM is
     /// otherwise idle through attention and the Q/K prep before it); 0: none.
-    /// `$GLIMMER_ATTN_PREFETCH` in MiB (a measuring knob, off by default until measured).
+    /// `$GLIMMER_ATTN_PREFETCH` in MiB (a measuring knob, off by default: 0.13 ms a step
+    /// slower on the H100 in session 20, attention slower and the projection no faster).
     pub attn_prefetch_bytes: u64,
     /// The weights the next attention launch asks L2 for (set by `attention_project` around
     /// its attention call): device address and bytes.
@@ -496,7 +500,9 @@ pub enum NormFusion {
     /// the one row into its shared-memory activations; a split grid barrier lets each then
     /// write its share of the norm's outputs after its items), so no norm launch and no launch
     /// boundary stands between the two GEMVs; any other op first runs the norm launch as
-    /// [`Self::Off`] does. Written in session 19 (kernels/norm.cu).
+    /// [`Self::Off`] does. Written in session 19 (kernels/norm.cu); correct (`cuda-check
+    /// ops`, e2e) and slower on the H100 in session 20: every block reads the whole f32 row
+    /// and both gains, which costs more than the launch boundary it removes (BENCHMARKS.md).
     Pre,
 }
 
