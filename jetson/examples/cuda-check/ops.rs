@@ -207,6 +207,38 @@ trait DynBackend {
     fn b_scale(&mut self, x: Buf) -> Result<(), String>;
 }
 
+/// The checks' attention at `layer` (global, or sliding over `window` keys): N_HEAD heads of
+/// HEAD dims over N_HEAD_KV KV heads, scale 0.125.
+fn attn_params(layer: usize, window: Option<u32>) -> AttnParams {
+    AttnParams {
+        layer,
+        n_head: N_HEAD,
+        n_head_kv: N_HEAD_KV,
+        head_dim: HEAD,
+        head_dim_v: HEAD,
+        scale: 0.125,
+        window,
+    }
+}
+
+/// The checks' Q/K prep at `layer`: with `with`, per-head norms with gains `qt` / `kt`
+/// (epsilon 1e-6) and half-split RoPE over half the head; without, neither.
+fn qk_prep<'a, 'w>(
+    layer: usize,
+    with: bool,
+    qt: &'a Tensor<'w>,
+    kt: &'a Tensor<'w>,
+) -> QkPrep<'a, 'w> {
+    QkPrep {
+        layer,
+        n_head: N_HEAD,
+        n_head_kv: N_HEAD_KV,
+        head_dim: HEAD,
+        norm: with.then_some((Some(qt), Some(kt), 1e-6)),
+        rope: with.then_some((HEAD / 2, 10000.0, RopeStyle::HalfSplit)),
+    }
+}
+
 /// The checks' [`BranchEnd`]: post-norm epsilon 1e-6, the next norm's 1e-5, rows of `dim`.
 fn branch_end<'a, 'w>(
     y: Buf,
@@ -1078,15 +1110,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         ),
     ];
     for (name, layer, window, pos) in cases {
-        let prm = AttnParams {
-            layer,
-            n_head: N_HEAD,
-            n_head_kv: N_HEAD_KV,
-            head_dim: HEAD,
-            head_dim_v: HEAD,
-            scale: 0.125,
-            window,
-        };
+        let prm = attn_params(layer, window);
         let q = buf(C, pos.len() * N_HEAD * HEAD);
         let out = buf(D, pos.len() * N_HEAD * HEAD);
         p.put(q, &rng.vec(q.len, 1.0))?;
@@ -1131,14 +1155,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
             for rows in [16usize, 1] {
                 let pos: Vec<u32> = (start..start + rows as u32).collect();
                 start += rows as u32;
-                let prep = QkPrep {
-                    layer,
-                    n_head: N_HEAD,
-                    n_head_kv: N_HEAD_KV,
-                    head_dim: HEAD,
-                    norm: with.then_some((Some(&qt), Some(&kt), 1e-6)),
-                    rope: with.then_some((HEAD / 2, 10000.0, RopeStyle::HalfSplit)),
-                };
+                let prep = qk_prep(layer, with, &qt, &kt);
                 let (q, k, v) = (
                     buf(A, rows * N_HEAD * HEAD),
                     buf(B, rows * kd),
@@ -1151,15 +1168,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 let tag = format!("attn_inputs_{case}_layer{layer}_rows{rows}");
                 ok &= p.check(&format!("{tag}_q"), q, 1e-4)?;
                 ok &= p.check(&format!("{tag}_k"), k, 1e-4)?;
-                let prm = AttnParams {
-                    layer,
-                    n_head: N_HEAD,
-                    n_head_kv: N_HEAD_KV,
-                    head_dim: HEAD,
-                    head_dim_v: HEAD,
-                    scale: 0.125,
-                    window,
-                };
+                let prm = attn_params(layer, window);
                 let out = buf(D, rows * N_HEAD * HEAD);
                 p.poison(out)?;
                 p.run(|b| b.b_attention(&prm, q, &pos, out))?;
@@ -1213,14 +1222,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     for (case, with) in [("normed_rope", true), ("plain", false)] {
         for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
             for gated in [true, false] {
-                let prep = QkPrep {
-                    layer,
-                    n_head: N_HEAD,
-                    n_head_kv: N_HEAD_KV,
-                    head_dim: HEAD,
-                    norm: with.then_some((Some(&qt), Some(&kt), 1e-6)),
-                    rope: with.then_some((HEAD / 2, 10000.0, RopeStyle::HalfSplit)),
-                };
+                let prep = qk_prep(layer, with, &qt, &kt);
                 let (q, k, v) = (buf(A, N_HEAD * HEAD), buf(B, kd), buf(C, kd));
                 let (x, gate) = (buf(D, cols), buf(D + 4096, N_HEAD * HEAD));
                 p.put(x, &rng.vec(cols, 1.0))?;
@@ -1250,15 +1252,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 if gated {
                     ok &= p.check(&format!("{tag}_gate"), gate, tol)?;
                 }
-                let prm = AttnParams {
-                    layer,
-                    n_head: N_HEAD,
-                    n_head_kv: N_HEAD_KV,
-                    head_dim: HEAD,
-                    head_dim_v: HEAD,
-                    scale: 0.125,
-                    window,
-                };
+                let prm = attn_params(layer, window);
                 let out = buf(D + 8192, N_HEAD * HEAD);
                 p.poison(out)?;
                 p.run(|b| b.b_attention(&prm, q, &pos, out))?;
@@ -1288,23 +1282,8 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     for (case, with) in [("normed_rope", true), ("plain", false)] {
         for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
             for gated in [false, true] {
-                let prep = QkPrep {
-                    layer,
-                    n_head: N_HEAD,
-                    n_head_kv: N_HEAD_KV,
-                    head_dim: HEAD,
-                    norm: with.then_some((Some(&qt), Some(&kt), 1e-6)),
-                    rope: with.then_some((HEAD / 2, 10000.0, RopeStyle::HalfSplit)),
-                };
-                let prm = AttnParams {
-                    layer,
-                    n_head: N_HEAD,
-                    n_head_kv: N_HEAD_KV,
-                    head_dim: HEAD,
-                    head_dim_v: HEAD,
-                    scale: 0.125,
-                    window,
-                };
+                let prep = qk_prep(layer, with, &qt, &kt);
+                let prm = attn_params(layer, window);
                 let tag = format!(
                     "attn_prep_{case}_layer{layer}{}",
                     if gated { "_gated" } else { "" }
@@ -1424,15 +1403,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
             for gated in [true, false] {
                 for post in [None, Some(&gt[1])] {
-                    let prm = AttnParams {
-                        layer,
-                        n_head: N_HEAD,
-                        n_head_kv: N_HEAD_KV,
-                        head_dim: HEAD,
-                        head_dim_v: HEAD,
-                        scale: 0.125,
-                        window,
-                    };
+                    let prm = attn_params(layer, window);
                     let (q, gate, att) = (
                         buf(A, N_HEAD * HEAD),
                         buf(A + 4096, N_HEAD * HEAD),
