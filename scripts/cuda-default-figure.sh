@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# On the device machine (see /work/.library/device): the 30B-shape decode figure of the
+# default settings, for the issue's table: the synthetic full-scale model, two `--quick`
+# benches (graph decode twice each) and one full bench (per-matrix GEMV table, per-op costs).
+# Carries a stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh). Logs are tarred into
+# $OUT/logs.tgz.
+R=$OUT; OUT=/tmp/glimmer-logs; mkdir -p $OUT; export OUT
+M=/tmp/glimmer-models; export GLIMMER_CUDA_CACHE=$M/kernel-cache; mkdir -p $M
+chmod +x devcarry/*; . scripts/cuda-libs.sh
+C=devcarry/cuda-check
+nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
+STEP_TIMEOUT=60 TAIL=1 step synth-full $C synth --out $M/full.gguf --full
+for r in 1 2; do
+  STEP_TIMEOUT=50 TAIL=0 step bench-def$r $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
+  grep -E "decode \(graph|(GEMVs|everything but) \(round 1|memcpy" $OUT/bench-def$r.log | sed 's/PDL.*launches)//'
+done
+STEP_TIMEOUT=150 TAIL=0 step bench-full $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4
+grep -E "decode \(graph|SUMMARY\|cost" $OUT/bench-full.log | sed 's/PDL.*launches)//' | head -12
+tar czf $R/logs.tgz -C $OUT .
