@@ -143,6 +143,8 @@ pub(crate) struct PendingPrep {
     q: Buf,
     layer: usize,
     head_dim: usize,
+    /// The one row's position.
+    pos: u32,
 }
 
 /// Arguments `attn_split_prep` takes after `attn_split`'s: `attn_inputs`' k, v, qw, kw, norm,
@@ -1037,16 +1039,21 @@ impl CudaBackend {
         }
     }
 
-    /// Attention at one row with the deferred `attn_inputs` in it (`attn_split_prep`), where
-    /// that one prepared this layer's `q` (the same regions and positions as the arguments
-    /// made already). Returns whether it launched; if not, the `attn_inputs` still waits.
-    fn take_prep(&mut self, p: &AttnParams, q: Buf, a: &AttnLaunch) -> Result<bool, CudaError> {
-        let Some(pp) = self.pending_prep else {
-            return Ok(false);
+    /// Whether attention over `q` at `positions` can take the deferred `attn_inputs`: it
+    /// prepared this layer's `q` at the same one position. (Decided before attention's
+    /// arguments are made: they upload the positions, which a flushed `attn_inputs` reads.)
+    fn takes_prep(&self, p: &AttnParams, q: Buf, positions: &[u32]) -> bool {
+        self.pending_prep.is_some_and(|pp| {
+            positions == [pp.pos] && pp.q == q && pp.layer == p.layer && pp.head_dim == p.head_dim
+        })
+    }
+
+    /// Attention at one row with the deferred `attn_inputs` in it (`attn_split_prep`), with
+    /// the arguments made already ([`Self::takes_prep`] said it can).
+    fn launch_prep(&mut self, a: &AttnLaunch) -> Result<(), CudaError> {
+        let Some(pp) = self.pending_prep.take() else {
+            return Err(CudaError::BadRegion);
         };
-        if a.rows != 1 || pp.q != q || pp.layer != p.layer || pp.head_dim != p.head_dim {
-            return Ok(false);
-        }
         // attn_inputs' arguments: q, k, v, qw, kw, norm, eps, n_head, n_head_kv, head_dim,
         // head_dim_v, rope_dim, theta_scale, style, the cache's six, positions.
         let t = &pp.launch.0;
@@ -1057,9 +1064,11 @@ impl CudaBackend {
         all[ATT_ARGS + PREP_ARGS..].copy_from_slice(&self.attn_next_args(a.rows));
         self.gpu
             .launch(raw(&self.gpu.fns().attn_split_prep), a.grid, 128, &all)?;
-        self.pending_prep = None;
         self.fused_prep += 1;
-        Ok(true)
+        if a.q8 {
+            self.qx = Some((a.out, a.rows, a.cols));
+        }
+        Ok(())
     }
 
     /// `matmul_many` over the deferred norms' output at one row ([`NormFusion::Pre`]): one
@@ -1290,17 +1299,15 @@ impl CudaBackend {
         gate: Option<Buf>,
         out: Buf,
     ) -> Result<(), CudaError> {
-        let Some(a) = self.attn_args(p, q, positions, gate, out)? else {
-            return self.flush_prep();
-        };
-        if !self.take_prep(p, q, &a)? {
+        let takes = self.takes_prep(p, q, positions);
+        if !takes {
             self.flush_prep()?;
-            return self.launch_attn(&a);
         }
-        if a.q8 {
-            self.qx = Some((a.out, a.rows, a.cols));
+        match self.attn_args(p, q, positions, gate, out)? {
+            Some(a) if takes => self.launch_prep(&a),
+            Some(a) => self.launch_attn(&a),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -1587,6 +1594,7 @@ impl Backend for CudaBackend {
                 q,
                 layer: p.layer,
                 head_dim: p.head_dim,
+                pos: positions[0],
             });
             return Ok(());
         }
