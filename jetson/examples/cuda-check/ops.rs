@@ -1364,6 +1364,45 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
             }
         }
     }
+    // A deferred attn_inputs that the attention after it cannot take (another position: 219
+    // prepared, attention at 218): it runs as its own launch first, with its own position
+    // (the attention's upload of 218 must not reach it); counted (none taken). Then attention
+    // at 219 over what it stored.
+    {
+        let (layer, window) = (1, Some(WINDOW));
+        let prep = qk_prep(layer, true, &qt, &kt);
+        let prm = attn_params(layer, window);
+        let (q, k, v, out) = (
+            buf(A, N_HEAD * HEAD),
+            buf(B, kd),
+            buf(C, kd),
+            buf(D, N_HEAD * HEAD),
+        );
+        p.put(q, &rng.vec(q.len, 2.0))?;
+        p.put(k, &rng.vec(k.len, 2.0))?;
+        p.put(v, &rng.vec(v.len, 1.0))?;
+        let q218 = buf(C + 4096, N_HEAD * HEAD);
+        p.put(q218, &rng.vec(q218.len, 2.0))?;
+        p.poison(out)?;
+        p.cu.fuse_prep = true;
+        let before = p.cu.fused_prep;
+        p.run(|b| {
+            b.b_attn_inputs(&prep, q, k, v, &[219])?;
+            b.b_attention(&prm, q218, &[218], out)
+        })?;
+        p.cu.fuse_prep = prep_default;
+        let tag = "attn_prep_not_taken_layer1";
+        let taken = p.cu.fused_prep - before;
+        if taken != 0 {
+            println!("{tag}: {taken} attn_inputs taken by attention, expected 0  FAIL");
+            ok = false;
+        }
+        ok &= p.check(&format!("{tag}_q"), q, 1e-4)?;
+        ok &= p.check(&format!("{tag}_attention218"), out, 5e-3)?;
+        p.poison(out)?;
+        p.run(|b| b.b_attention(&prm, q, &[219], out))?;
+        ok &= p.check(&format!("{tag}_attention219"), out, 5e-3)?;
+    }
 
     // Attention and the output projection with its norms in one call (`attention_project`)
     // at one row, position 217, over the caches the calls above left: on sm_90 with
