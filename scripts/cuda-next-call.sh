@@ -22,6 +22,6 @@ for r in 1 2; do
   STEP_TIMEOUT=50 TAIL=0 step bench-def$r $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|everything but|norms|attention) \(round 1|memcpy" $OUT/bench-def$r.log | sed 's/PDL.*launches)//' | head -8
 done
-STEP_TIMEOUT=90 TAIL=0 step timeline GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
+STEP_TIMEOUT=90 TAIL=0 step timeline env GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
 grep -E "sums|memcpy" $OUT/timeline.log
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
