@@ -55,6 +55,10 @@
 //! [`CudaBackend::fuse_qk`]),
 //! `GLIMMER_FUSE_ATTN` (1: attention in front of the output projection in one bulk-copy
 //! launch, [`CudaBackend::fuse_attn`]),
+//! `GLIMMER_FUSE_PREP` (1: a one-row `attn_inputs` deferred into the attention after it,
+//! `attn_split_prep`, [`CudaBackend::fuse_prep`]),
+//! `GLIMMER_ATTN_PREFETCH` (MiB: one-row attention asks L2 for the output projection's weights
+//! before its wait, [`CudaBackend::attn_prefetch_bytes`]),
 //! `GLIMMER_GEMV_NEXT` (KiB: each bulk-copy launch asks L2 for the next launch's first weights
 //! once its items are done, [`CudaBackend::gemv_next_bytes`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
