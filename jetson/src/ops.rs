@@ -124,6 +124,35 @@ pub(crate) struct NormPtrs {
     eps: f32,
 }
 
+/// One norm launch's operands ([`CudaBackend::norm`]): RMSNorm of `x` into `out` (gain
+/// `weight`, `None` is 1), after `x += y` when `y` is given, and before that
+/// `y = rmsnorm(y) · post` when `post` is given too.
+#[derive(Clone, Copy)]
+struct NormArgs<'a, 'w> {
+    x: Buf,
+    y: Option<Buf>,
+    post: Option<(&'a Tensor<'w>, f32)>,
+    weight: Option<&'a Tensor<'w>>,
+    dim: usize,
+    eps: f32,
+    out: Buf,
+}
+
+impl<'a, 'w> From<&BranchEnd<'a, 'w>> for NormArgs<'a, 'w> {
+    /// A branch end's norms: its post-norm, residual add and next norm.
+    fn from(e: &BranchEnd<'a, 'w>) -> Self {
+        NormArgs {
+            x: e.x,
+            y: Some(e.y),
+            post: e.post,
+            weight: e.weight,
+            dim: e.dim,
+            eps: e.eps,
+            out: e.out,
+        }
+    }
+}
+
 /// A branch end's norms, deferred to the next op ([`NormFusion::Pre`]): the regions the op
 /// that takes them must keep clear of, and the norm launch that runs them otherwise.
 #[derive(Clone, Copy, Debug)]
@@ -883,21 +912,10 @@ impl CudaBackend {
         Ok(d.ptr)
     }
 
-    /// RMSNorm of `x` into `out`, after `x += y` when `y` is given, and before that
-    /// `y = rmsnorm(y) · post` when `post` is given (one launch in every case).
-    #[allow(clippy::too_many_arguments)]
-    fn norm(
-        &mut self,
-        x: Buf,
-        y: Option<Buf>,
-        post: Option<(&Tensor<'_>, f32)>,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<(), CudaError> {
+    /// One norm launch ([`NormArgs`]).
+    fn norm(&mut self, a: NormArgs<'_, '_>) -> Result<(), CudaError> {
         self.qx = None;
-        match self.norm_ptrs(x, y, post, weight, dim, eps, out)? {
+        match self.norm_ptrs(a)? {
             Some((p, rows)) => self.launch_norm(p, rows),
             None => Ok(()),
         }
@@ -905,17 +923,16 @@ impl CudaBackend {
 
     /// [`Self::norm`]'s region checks and its launch's device addresses and rows (`None`:
     /// no rows).
-    #[allow(clippy::too_many_arguments)]
-    fn norm_ptrs(
-        &self,
-        x: Buf,
-        y: Option<Buf>,
-        post: Option<(&Tensor<'_>, f32)>,
-        weight: Option<&Tensor<'_>>,
-        dim: usize,
-        eps: f32,
-        out: Buf,
-    ) -> Result<Option<(NormPtrs, usize)>, CudaError> {
+    fn norm_ptrs(&self, a: NormArgs<'_, '_>) -> Result<Option<(NormPtrs, usize)>, CudaError> {
+        let NormArgs {
+            x,
+            y,
+            post,
+            weight,
+            dim,
+            eps,
+            out,
+        } = a;
         // The residual (and its post-norm) is read and written beside x and out.
         if let Some(y) = y {
             if y.len != x.len || !x.disjoint(y) || !y.disjoint(out) || x == out {
@@ -1129,9 +1146,7 @@ impl CudaBackend {
         {
             return Ok(false);
         }
-        let Some((ptrs, _)) =
-            self.norm_ptrs(e.x, Some(e.y), e.post, e.weight, dim, e.eps, e.out)?
-        else {
+        let Some((ptrs, _)) = self.norm_ptrs(NormArgs::from(e))? else {
             return Ok(false);
         };
         self.qx = None;
@@ -1351,14 +1366,22 @@ impl Backend for CudaBackend {
         out: Buf,
     ) -> Result<(), CudaError> {
         self.flush_pending()?;
-        self.norm(x, None, None, weight, dim, eps, out)
+        self.norm(NormArgs {
+            x,
+            y: None,
+            post: None,
+            weight,
+            dim,
+            eps,
+            out,
+        })
     }
 
     /// In one launch (`CudaBackend::norm` with the residual). (`matmul_add_rmsnorm` may
     /// instead defer them into the next GEMV's launch, [`NormFusion::Pre`].)
     fn branch_norms(&mut self, e: &BranchEnd<'_, '_>) -> Result<(), CudaError> {
         self.flush_pending()?;
-        self.norm(e.x, Some(e.y), e.post, e.weight, e.dim, e.eps, e.out)
+        self.norm(NormArgs::from(e))
     }
 
     fn matmul_add_rmsnorm(
