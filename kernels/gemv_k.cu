@@ -712,7 +712,10 @@ __device__ __forceinline__ u32 kt_ring_off(int cols) {
 
 // The bulk-copy kernels' own arguments after K_MULTI_PARAMS: ring slots a team (`stages`) and
 // their bytes, how many of each ring's first items are asked for before the wait on the
-// previous kernel (`pre`), and the start and length of the bytes each launch asks L2 to fetch
+// previous kernel (`pre`, bits 0-7; every slot is asked for by the end of the first round) and
+// how many are kept in flight after that first fill (bits 8-15, 1..=stages; 0: `stages`: a
+// ring deeper than its steady depth is a prefetch of the launch's first items into shared
+// memory while the kernels before it finish, TmaGemv::ring), and the start and length of the bytes each launch asks L2 to fetch
 // once its items are done (`nxt`, `nxt_bytes`: the next launch's first weights, so that HBM
 // keeps streaming through this launch's tail and barriers; 0 bytes: none), split evenly over
 // every team of the grid.
@@ -791,6 +794,10 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
         mbar_expect(bar, bytes);
         bulk_g2s(ring + (u32)(j % stages) * slot_bytes, s.w + (size_t)row0 * s.rb, bytes, bar);
     };
+    // `pre` carries two counts (KT_PARAMS): the items asked for before the wait, and above
+    // bit 8 the items kept in flight once the ring's first fill is used up (0: `stages`).
+    const int depth = (pre >> 8) ? (pre >> 8) : stages;
+    pre &= 255;
     if (leader) {
         for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
         mbar_init_fence();
@@ -852,9 +859,11 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
                 if (r < nr) o[row0 + r] = v[r];
             ep.post(s, row0, nr, v);
         }
-        // Every lane is done with the slot before it is refilled.
+        // Every lane is done with the slot before it is refilled. Items below `stages` were
+        // all asked for in the first round; after that `depth` are kept in flight (item
+        // j + depth takes slot (j + depth) % stages, last used by item j + depth - stages <= j).
         __syncwarp();
-        if (leader && j + stages < mine) issue(j + stages);
+        if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
     }
     // This team's items are done: its share of the next launch's first weights into L2.
     if (leader && nxt_bytes) kt_prefetch_next(nxt, nxt_bytes, team, teams);

@@ -191,6 +191,9 @@ pub struct CudaBackend {
     pub gemv_tma_launches: u64,
     /// How many of them took teams of four through [`TmaGemv::wide`] (checks read it).
     pub gemv_tma_wide_launches: u64,
+    /// How many of them had rings deeper than their steady depth ([`TmaGemv::ring`]; checks
+    /// read it).
+    pub gemv_tma_deep_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
     /// `gemv_k_multi_sums`' and `gemv_k_multi_gridnorm`'s (four `f64` each),
     /// [`Self::norm_blocks`] of them.
@@ -402,6 +405,14 @@ pub struct TmaGemv {
     /// H100, session 19, 135.1–135.4 → 135.9–136.4 tok/s on the 30B shape (FFN down's GEMV
     /// time −0.06 ms a token), steady over four runs in three calls.
     pub wide: bool,
+    /// Ring slots a team of plain launches (no work fused before or after the matmuls): 0 or
+    /// at most `stages`, `stages`; above, up to this many where shared memory and the
+    /// mbarrier area have room (at most 96 a block). The slots beyond `stages` are filled
+    /// once, before the wait on the previous kernel, so that a launch's first items stream
+    /// into shared memory while the norm or attention before it runs; after that first fill
+    /// `stages` items a ring stay in flight, as without. (Deeper steady rings were slower,
+    /// session 16.)
+    pub ring: u32,
 }
 
 impl TmaGemv {
@@ -420,10 +431,11 @@ impl TmaGemv {
         team: 2,
         pre: 0,
         wide: true,
+        ring: 0,
     };
 
     /// `$GLIMMER_GEMV_TMA`: unset or `1`, [`Self::DEFAULT`]; `0`, `None` (every multi-GEMV
-    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE]]]]]` as
+    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE[:RING]]]]]]` as
     /// [`Self::parse`] reads it. A value it refuses also gives [`Self::DEFAULT`] (this is a
     /// measuring knob; `cuda-check bench` prints the setting it ran). The backend takes
     /// the bulk-copy kernels only on compute capability 9.0 and later whatever this says.
@@ -440,10 +452,10 @@ impl TmaGemv {
         }
     }
 
-    /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE]]]]]`
+    /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE[:RING]]]]]]`
     /// (stages 2..=4, warps 1..=24, rows 0..=2, min warps 1..=warps, team 1, 2 or 4 and at
-    /// most the warps, early items 0..=stages, wide 0 or 1 and 1 only with teams of two);
-    /// anything else, `None`.
+    /// most the warps, early items 0..=stages, wide 0 or 1 and 1 only with teams of two, ring
+    /// slots 0..=8); anything else, `None`.
     pub fn parse(v: &str) -> Option<TmaGemv> {
         let v = v.trim();
         if v == "1" {
@@ -457,6 +469,7 @@ impl TmaGemv {
         let team = it.next().unwrap_or(Some(1))?;
         let pre = it.next().unwrap_or(Some(0))?;
         let wide = it.next().unwrap_or(Some(0))?;
+        let ring = it.next().unwrap_or(Some(0))?;
         let t = TmaGemv {
             stages,
             max_warps,
@@ -465,6 +478,7 @@ impl TmaGemv {
             team,
             pre,
             wide: wide == 1,
+            ring,
         };
         ((2..=4).contains(&stages)
             && (1..=24).contains(&max_warps)
@@ -474,6 +488,7 @@ impl TmaGemv {
             && team <= max_warps
             && pre <= stages
             && (wide == 0 || (wide == 1 && team == 2))
+            && ring <= 8
             && it.next().is_none())
         .then_some(t)
     }
@@ -619,6 +634,7 @@ impl CudaBackend {
             gemv_tma: TmaGemv::from_env(),
             gemv_tma_launches: 0,
             gemv_tma_wide_launches: 0,
+            gemv_tma_deep_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

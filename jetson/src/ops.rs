@@ -434,10 +434,17 @@ impl CudaBackend {
             let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
             // The probes have no teams: a ring a warp. The kernels with work before or after
             // the matmuls take one row an item.
+            // Deeper first rings for plain launches only (the fused kernels lay out their own
+            // shared memory after the rings').
             let cfg = match (self.gemv_probe, tma_tail) {
-                (true, _) => TmaGemv { team: 1, ..cfg },
+                (true, _) => TmaGemv {
+                    team: 1,
+                    ring: 0,
+                    ..cfg
+                },
                 (false, Some(_)) => TmaGemv {
                     item_rows: 1,
+                    ring: 0,
                     ..cfg
                 },
                 _ => cfg,
@@ -485,10 +492,18 @@ impl CudaBackend {
                 }
                 let mut all = [Arg::I(0); 4 + 6 * SEGS + KT_ARGS + ATT_ARGS + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
-                all[args.len()] = Arg::I(cfg.stages as i32);
+                // KT_PARAMS: the ring's slots; the items asked for before the wait (bits 0-7)
+                // and, for a ring deeper than `stages`, the steady depth (bits 8-15).
+                all[args.len()] = Arg::I(l.slots as i32);
                 all[args.len() + 1] = Arg::I(l.slot as i32);
-                let pre = if cfg.pre == 0 { cfg.stages } else { cfg.pre };
-                all[args.len() + 2] = Arg::I(pre.min(cfg.stages) as i32);
+                let pre = if cfg.pre == 0 {
+                    l.slots
+                } else {
+                    cfg.pre.min(l.slots)
+                };
+                let depth = if l.slots > cfg.stages { cfg.stages } else { 0 };
+                all[args.len() + 2] = Arg::I((pre | depth << 8) as i32);
+                self.gemv_tma_deep_launches += u64::from(depth > 0);
                 let (nxt, nxt_bytes) = self.next_weights(d[0]);
                 all[args.len() + 3] = Arg::P(nxt);
                 all[args.len() + 4] = Arg::I(nxt_bytes as i32);
@@ -1806,6 +1821,8 @@ pub struct TmaLayout {
     pub slot: u32,
     /// Warps a block (a whole number of teams).
     pub warps: u32,
+    /// Slots a ring (`cfg.stages`, or more where [`TmaGemv::ring`] asks and there is room).
+    pub slots: u32,
     /// Dynamic shared memory a block: the mbarriers, the activation row, the rings (one a
     /// team).
     pub smem: u32,
@@ -1841,11 +1858,19 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
     if warps < cfg.min_warps.max(1) as usize || max_rb == 0 {
         return None;
     }
+    // Deeper rings where `cfg.ring` asks: as many slots as shared memory and the 96
+    // mbarriers of KT_BAR_BYTES hold, never fewer than `stages`.
+    let rings = warps / team;
+    let slots = (cfg.ring as usize)
+        .min(avail / (slot * rings))
+        .min(96 / rings)
+        .max(cfg.stages as usize);
     Some(TmaLayout {
         rows: rows as u32,
         slot: u32::try_from(slot).ok()?,
         warps: warps as u32,
-        smem: u32::try_from(fixed + warps / team * cfg.stages as usize * slot).ok()?,
+        slots: slots as u32,
+        smem: u32::try_from(fixed + rings * slots * slot).ok()?,
     })
 }
 
@@ -1987,6 +2012,7 @@ mod tests {
                             team: 1,
                             pre: 0,
                             wide: false,
+                            ring: 0,
                         };
                         let Some(l) = tma_layout(cfg, cols, rb, OPTIN) else {
                             continue;
@@ -2069,6 +2095,7 @@ mod tests {
                 team: 1,
                 pre: 0,
                 wide: false,
+                ring: 0,
             })
         );
         // FFN down in teams of four: six rings, 24 warps.
@@ -2104,6 +2131,7 @@ mod tests {
         assert!(!wide_teams(wide, l, false));
         let narrow = TmaGemv {
             wide: false,
+            ring: 0,
             ..TmaGemv::DEFAULT
         };
         assert!(!wide_teams(narrow, l, true));
@@ -2124,6 +2152,7 @@ mod tests {
             TmaGemv::parse("2:24:1:1:2"),
             Some(TmaGemv {
                 wide: false,
+                ring: 0,
                 ..TmaGemv::DEFAULT
             })
         );
@@ -2133,6 +2162,7 @@ mod tests {
                 stages: 3,
                 pre: 1,
                 wide: false,
+                ring: 0,
                 ..TmaGemv::DEFAULT
             })
         );
@@ -2161,6 +2191,7 @@ mod tests {
                 team: 1,
                 pre: 0,
                 wide: false,
+                ring: 0,
             })
         );
         assert_eq!(TmaGemv::parse("2:8"), Some(EIGHT_WARPS));
@@ -2180,11 +2211,57 @@ mod tests {
             "2:8:1:1:1:1:1",
             "2:24:1:1:2:0:2",
             "2:24:1:1:4:0:1",
-            "2:24:1:1:2:0:1:0",
+            "2:24:1:1:2:0:1:9",
+            "2:24:1:1:2:0:1:0:0",
             "a:b",
         ] {
             assert_eq!(TmaGemv::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn deeper_first_rings_fill_what_shared_memory_leaves() {
+        const OPTIN: u32 = 232_448;
+        let d = TmaGemv::DEFAULT;
+        // Q/K/V/gate of the 30B shape: 3 744-byte rows, 12 rings of two slots.
+        let base = tma_layout(d, 6656, 3744, OPTIN).unwrap();
+        assert_eq!((base.slots, base.warps), (2, 24));
+        let deep = tma_layout(TmaGemv { ring: 8, ..d }, 6656, 3744, OPTIN).unwrap();
+        // The warps and slot size stay; the slots grow while they fit.
+        assert_eq!((deep.warps, deep.slot), (base.warps, base.slot));
+        assert_eq!(deep.slots, 4, "{deep:?}");
+        assert!(deep.smem <= OPTIN);
+        let more = TmaGemv {
+            ring: deep.slots + 1,
+            ..d
+        };
+        assert_eq!(
+            tma_layout(more, 6656, 3744, OPTIN).unwrap().slots,
+            deep.slots
+        );
+        // The output projection's 2 304-byte rows: eight, the mbarriers' limit (12 rings × 8 =
+        // 96), in 229 376 bytes.
+        let proj = tma_layout(TmaGemv { ring: 8, ..d }, 4096, 2304, OPTIN).unwrap();
+        assert_eq!((proj.slots, proj.warps, proj.smem), (8, 24, 229_376));
+        let narrow = TmaGemv {
+            ring: 8,
+            team: 1,
+            ..d
+        };
+        // 24 rings of one warp: four slots each at most.
+        assert_eq!(tma_layout(narrow, 4096, 2304, OPTIN).unwrap().slots, 4);
+        // A ring at or below `stages` changes nothing.
+        assert_eq!(
+            tma_layout(TmaGemv { ring: 2, ..d }, 6656, 3744, OPTIN),
+            Some(base)
+        );
+        // FFN down's rows leave no room for a third slot.
+        let down = tma_layout(TmaGemv { ring: 8, ..d }, 19968, 16384, OPTIN).unwrap();
+        assert_eq!(down.slots, 2);
+        assert_eq!(
+            TmaGemv::parse("2:24:1:1:2:0:1:6"),
+            Some(TmaGemv { ring: 6, ..d })
+        );
     }
 
     /// The first shape measured (session 15): two slots, eight warps, rows an item by size.
@@ -2196,6 +2273,7 @@ mod tests {
         team: 1,
         pre: 0,
         wide: false,
+        ring: 0,
     };
 
     fn teams_parsed() -> TmaGemv {
@@ -2207,6 +2285,7 @@ mod tests {
             team: 4,
             pre: 0,
             wide: false,
+            ring: 0,
         }
     }
 }

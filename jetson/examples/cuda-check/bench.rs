@@ -556,13 +556,14 @@ fn gemv_bench(
 /// A bulk-copy setting as `$GLIMMER_GEMV_TMA` spells it.
 fn tma_name(t: glimmer_jetson::TmaGemv) -> String {
     format!(
-        "{}:{}:{}:{}:{}:{}:{}",
+        "{}:{}:{}:{}:{}:{}:{}:{}",
         t.stages,
         t.max_warps,
         t.item_rows,
         t.min_warps,
         t.team,
         t.pre,
-        u8::from(t.wide)
+        u8::from(t.wide),
+        t.ring
     )
 }

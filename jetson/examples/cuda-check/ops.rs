@@ -592,20 +592,26 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // with two and one rows an item, two to four slots and 1 to 16 warps. Counted, so a
     // silent fallback fails.
     if p.cu.gpu().compute_capability().0 >= 9 {
-        // (stages, warps, rows an item, team, items asked for before the wait; 0: all).
-        for (stages, max_warps, item_rows, team, pre) in [
-            (2, 8, 0, 1, 0),
-            (2, 8, 1, 1, 1),
-            (3, 4, 2, 1, 0),
-            (4, 16, 1, 1, 2),
-            (2, 1, 2, 1, 0),
-            (2, 24, 1, 1, 0),
-            (2, 16, 1, 2, 0),
-            (2, 24, 1, 2, 0),
-            (3, 24, 1, 2, 1),
-            (3, 24, 1, 4, 0),
-            (2, 24, 2, 2, 0),
-            (2, 16, 2, 2, 1),
+        // (stages, warps, rows an item, team, items asked for before the wait (0: all), ring
+        // slots (0: stages; deeper: a first fill beyond the steady depth, counted below)).
+        for (stages, max_warps, item_rows, team, pre, ring) in [
+            (2, 8, 0, 1, 0, 0),
+            (2, 8, 1, 1, 1, 0),
+            (3, 4, 2, 1, 0, 0),
+            (4, 16, 1, 1, 2, 0),
+            (2, 1, 2, 1, 0, 0),
+            (2, 24, 1, 1, 0, 0),
+            (2, 16, 1, 2, 0, 0),
+            (2, 24, 1, 2, 0, 0),
+            (3, 24, 1, 2, 1, 0),
+            (3, 24, 1, 4, 0, 0),
+            (2, 24, 2, 2, 0, 0),
+            (2, 16, 2, 2, 1, 0),
+            (2, 1, 2, 1, 0, 4),
+            (2, 2, 1, 1, 0, 5),
+            (3, 2, 1, 1, 0, 7),
+            (2, 4, 1, 2, 1, 8),
+            (2, 4, 1, 2, 0, 3),
         ] {
             p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
                 stages,
@@ -615,6 +621,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 team,
                 pre,
                 wide: false,
+                ring,
             });
             for ws in [
                 &ts.iter().collect::<Vec<_>>()[..],
@@ -622,13 +629,19 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 &q6[..],
             ] {
                 let label = format!(
-                    "matmul_many{}_tma{stages}x{max_warps}r{item_rows}t{team}p{pre}",
+                    "matmul_many{}_tma{stages}x{max_warps}r{item_rows}t{team}p{pre}s{ring}",
                     ws.len()
                 );
                 let before = p.cu.gemv_tma_launches;
+                let deep_before = p.cu.gemv_tma_deep_launches;
                 ok &= check_matmul_many(&mut p, &mut rng, ws, 1, &label)?;
                 if p.cu.gemv_tma_launches != before + 1 {
                     println!("{label}: the bulk-copy kernel did not run  FAIL");
+                    ok = false;
+                }
+                let deep = p.cu.gemv_tma_deep_launches - deep_before;
+                if deep != u64::from(ring > stages) {
+                    println!("{label}: {deep} launches with a deeper first ring  FAIL");
                     ok = false;
                 }
             }
