@@ -703,3 +703,150 @@ extern "C" __global__ void __launch_bounds__(768, 1)
                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep, pro);
 #endif
 }
+
+// ---- The q8 norms over a cluster of blocks (sm_90 thread-block clusters) ----
+// The one-block norms above run on one multiprocessor: the row's loads, two f64 block sums and
+// the quantization are one serial chain on one SM, and its 832 threads of 64 registers do not
+// fit beside a running bulk-copy GEMV block (72 x 768 registers), so the block starts only
+// once a GEMV block has left its multiprocessor. Here a cluster of n blocks (the launch's
+// cluster size, 2..=16; the host's `norm_cluster`) of NORM_CL_THREADS threads shares the row
+// (blockIdx.y): block r of the cluster takes the dim / n consecutive values from r·dim / n
+// (dim / n a multiple of 32, at most NORM_CL_THREADS · NORM_CL_VALUES). Each sum of squares is
+// the block's f64 sum, then the n blocks' partials read through distributed shared memory
+// after a cluster barrier and added in the same order in every block, so every block holds the
+// same total. The rest is rmsnorm_row's fast path, element for element.
+#define NORM_CL_THREADS 128
+#define NORM_CL_VALUES 8
+
+#if __CUDA_ARCH__ >= 900
+// Every thread of the cluster arrives (its earlier shared-memory writes released to the
+// cluster) and waits for all the others.
+__device__ __forceinline__ void cluster_sync_all() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_blocks() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+// The f64 at `p` (this block's shared memory) in the shared memory of cluster block `rank`.
+__device__ __forceinline__ double ld_cluster_f64(const double* p, u32 rank) {
+    u32 ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_u32(p)), "r"(rank));
+    double v;
+    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(ra) : "memory");
+    return v;
+}
+// The sum of every thread's `s` over the cluster, the same in every block: the block's sum
+// into slot `k` of `cl`, a cluster barrier, then warp 0 adds the blocks' slots (lane r reads
+// block r's; the same shuffle tree in every block).
+__device__ __forceinline__ double cluster_sum_f64(double s, double* part, double* cl, int k) {
+    const double b = block_sum_f64(s, part);
+    if (threadIdx.x == 0) cl[k] = b;
+    cluster_sync_all();
+    if (threadIdx.x < 32) {
+        const u32 lane = threadIdx.x;
+        double t = lane < cluster_blocks() ? ld_cluster_f64(cl + k, lane) : 0.0;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(FULL_MASK, t, o);
+        if (lane == 0) part[0] = t;
+    }
+    __syncthreads();
+    const double total = part[0];
+    __syncthreads();
+    return total;
+}
+#endif
+
+template <bool ADD, bool PRE>
+__device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __restrict__ w, float* out, int dim,
+                                            float eps, i8* __restrict__ q, float2* __restrict__ ds,
+                                            const float* __restrict__ pw, float peps) {
+#if __CUDA_ARCH__ >= 900
+    __shared__ double part[32];
+    __shared__ double cl[2];
+    const int n = (int)cluster_blocks();
+    const int per = dim / n;
+    const int base = (int)cluster_rank() * per;
+    const size_t r0 = (size_t)blockIdx.y * dim;
+    const int t = threadIdx.x;
+    // The gains (weights, which no kernel writes) before the wait, as rmsnorm_row does.
+    float wv[NORM_CL_VALUES], pv[NORM_CL_VALUES];
+#pragma unroll
+    for (int k = 0; k < NORM_CL_VALUES; ++k) {
+        const int j = t + k * NORM_CL_THREADS, i = base + j;
+        wv[k] = w && j < per ? w[i] : 1.0f;
+        pv[k] = PRE && j < per ? pw[i] : 1.0f;
+    }
+    pdl_begin_small();
+    float xv[NORM_CL_VALUES], yv[NORM_CL_VALUES];
+#pragma unroll
+    for (int k = 0; k < NORM_CL_VALUES; ++k) {
+        const int j = t + k * NORM_CL_THREADS;
+        xv[k] = j < per ? x[r0 + base + j] : 0.0f;
+        yv[k] = ADD && j < per ? y[r0 + base + j] : 0.0f;
+    }
+    if (PRE) {
+        double sy = 0.0;
+#pragma unroll
+        for (int k = 0; k < NORM_CL_VALUES; ++k) sy += (double)(yv[k] * yv[k]);
+        const float ys = rms_scale(cluster_sum_f64(sy, part, cl, 0), dim, peps);
+#pragma unroll
+        for (int k = 0; k < NORM_CL_VALUES; ++k) {
+            const int j = t + k * NORM_CL_THREADS;
+            if (j < per) {
+                yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), pv[k]);
+                y[r0 + base + j] = yv[k];
+            }
+        }
+    }
+    double s = 0.0;
+#pragma unroll
+    for (int k = 0; k < NORM_CL_VALUES; ++k) {
+        const int j = t + k * NORM_CL_THREADS;
+        if (ADD) {
+            xv[k] = __fadd_rn(xv[k], yv[k]);
+            if (j < per) x[r0 + base + j] = xv[k];
+        }
+        s += (double)(xv[k] * xv[k]);
+    }
+    const float scale = rms_scale(cluster_sum_f64(s, part, cl, 1), dim, eps);
+#pragma unroll
+    for (int k = 0; k < NORM_CL_VALUES; ++k) {
+        const int j = t + k * NORM_CL_THREADS;
+        // Whole warps: per and NORM_CL_THREADS are multiples of 32, so a warp holds the 32
+        // values of one q8_1 block.
+        if (j < per) {
+            float v = __fmul_rn(xv[k], scale);
+            v = w ? __fmul_rn(v, wv[k]) : v;
+            out[r0 + base + j] = v;
+            quantize_lane_q8(v, r0 + base + j, q, ds);
+        }
+    }
+    // No block leaves while another may still read its partials.
+    cluster_sync_all();
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
+    rmsnorm_q8_cl(const float* x, const float* __restrict__ w, float* out, int dim, float eps, i8* __restrict__ q,
+                  float2* __restrict__ ds) {
+    cl_norm_row<false, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds, nullptr, 0.0f);
+}
+
+extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
+    add_rmsnorm_q8_cl(float* x, const float* __restrict__ y, const float* __restrict__ w, float* out, int dim,
+                      float eps, i8* __restrict__ q, float2* __restrict__ ds) {
+    cl_norm_row<true, false>(x, const_cast<float*>(y), w, out, dim, eps, q, ds, nullptr, 0.0f);
+}
+
+extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
+    norm_add_rmsnorm_q8_cl(float* x, float* y, const float* __restrict__ pw, float peps, const float* __restrict__ w,
+                           float* out, int dim, float eps, i8* __restrict__ q, float2* __restrict__ ds) {
+    cl_norm_row<true, true>(x, y, w, out, dim, eps, q, ds, pw, peps);
+}

@@ -231,6 +231,15 @@ pub struct CudaBackend {
     /// H100 in session 20, 7.28 against 7.27 ms a step; each attention block's own query prep
     /// costs what the launch did).
     pub fuse_prep: bool,
+    /// Blocks a cluster for the q8 norms over one wide row (2..=16 on compute capability 9.0
+    /// and later, where dim / n is a multiple of 32 and at most 1 024; else, or 0 / 1, the
+    /// one-block norms): `rmsnorm_q8_cl` and its kind (kernels/norm.cu) spread the row over a
+    /// thread-block cluster whose blocks are small enough to start beside a running bulk-copy
+    /// GEMV block, their sums meeting in distributed shared memory.
+    /// `$GLIMMER_NORM_CLUSTER` (a measuring knob while unmeasured; off by default).
+    pub norm_cluster: u32,
+    /// How many norms ran over a cluster ([`Self::norm_cluster`]; checks read it).
+    pub cluster_norms: u64,
     /// The `attn_inputs` waiting for the next op ([`Self::fuse_prep`]): `None` between ops
     /// unless the last op was a one-row `attn_inputs` that deferred itself.
     pub(crate) pending_prep: Option<crate::ops::PendingPrep>,
@@ -612,6 +621,12 @@ impl CudaBackend {
             fuse_qk: env_on("GLIMMER_FUSE_QK"),
             fused_qk: 0,
             fuse_prep: env_on("GLIMMER_FUSE_PREP"),
+            norm_cluster: std::env::var("GLIMMER_NORM_CLUSTER")
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .filter(|n| (2..=16).contains(n))
+                .unwrap_or(0),
+            cluster_norms: 0,
             pending_prep: None,
             fused_prep: 0,
             attn_prefetch_bytes: std::env::var("GLIMMER_ATTN_PREFETCH")

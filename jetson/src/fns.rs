@@ -88,6 +88,9 @@ pub(crate) struct Fns {
     /// Post-norm + residual add + RMSNorm, without and with the q8_1 output.
     pub norm_add_rmsnorm: CudaFunction,
     pub norm_add_rmsnorm_q8: CudaFunction,
+    /// The q8 norms over a thread-block cluster (sm_90; `rmsnorm_q8_cl`, `add_rmsnorm_q8_cl`,
+    /// `norm_add_rmsnorm_q8_cl`, kernels/norm.cu; [`crate::CudaBackend::norm_cluster`]).
+    pub norm_cl: [CudaFunction; 3],
     /// Q/K norms + RoPE + KV store.
     pub attn_inputs: CudaFunction,
     /// Gated activation with the q8_1 output.
@@ -159,6 +162,11 @@ impl Fns {
             add_rmsnorm_q8: f("add_rmsnorm_q8_f32")?,
             norm_add_rmsnorm: f("norm_add_rmsnorm_f32")?,
             norm_add_rmsnorm_q8: f("norm_add_rmsnorm_q8_f32")?,
+            norm_cl: [
+                f("rmsnorm_q8_cl")?,
+                f("add_rmsnorm_q8_cl")?,
+                f("norm_add_rmsnorm_q8_cl")?,
+            ],
             attn_inputs: f("attn_inputs")?,
             gated_act_q8: f("gated_act_q8")?,
             rope: f("rope_f32")?,

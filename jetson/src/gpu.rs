@@ -84,6 +84,13 @@ impl Gpu {
                     smem_optin as i32,
                 )?;
             }
+            // Clusters of up to 16 blocks for the cluster norms (8 is the portable limit).
+            for f in &fns.norm_cl {
+                f.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    1,
+                )?;
+            }
         }
         let pdl = cc.0 >= 9 && std::env::var_os("GLIMMER_CUDA_PDL").is_none_or(|v| v != "0");
         Ok(Arc::new(Gpu {
@@ -269,8 +276,26 @@ impl Gpu {
         smem: u32,
         args: &[Arg],
     ) -> Result<(), CudaError> {
+        self.launch_ex(f, grid, block, smem, 1, args)
+    }
+
+    /// [`Gpu::launch_smem`] in clusters of `cluster` blocks along x (1: no cluster; above,
+    /// compute capability 9.0 and later, `grid.0` a multiple of it, and at most 8 unless the
+    /// kernel allows non-portable sizes).
+    pub(crate) fn launch_ex(
+        &self,
+        f: sys::CUfunction,
+        grid: (u32, u32, u32),
+        block: u32,
+        smem: u32,
+        cluster: u32,
+        args: &[Arg],
+    ) -> Result<(), CudaError> {
         const MAX: usize = MAX_ARGS;
         if args.len() > MAX || grid.0 == 0 || grid.1 == 0 || grid.2 == 0 || smem > self.smem_optin {
+            return Err(CudaError::TooLarge);
+        }
+        if cluster == 0 || !grid.0.is_multiple_of(cluster) || (cluster > 1 && self.cc.0 < 9) {
             return Err(CudaError::TooLarge);
         }
         if self.is_skipped(f) {
@@ -284,7 +309,7 @@ impl Gpu {
         for (p, s) in ptrs.iter_mut().zip(store.iter_mut()) {
             *p = s as *mut u64 as *mut c_void;
         }
-        if !self.pdl() {
+        if !self.pdl() && cluster == 1 {
             // SAFETY: every kernel parameter is a pointer, i32, u64, i64 or f32 read from the
             // start of an 8-byte little-endian slot (the low bytes hold the 4-byte values);
             // `args` matches the kernel's parameter list (each call site mirrors its kernel's
@@ -302,10 +327,23 @@ impl Gpu {
             return Ok(());
         }
         // SAFETY: an all-zero launch attribute is valid plain data (a union of integers and
-        // structs of integers); its id and value are set next.
-        let mut attr: sys::CUlaunchAttribute = unsafe { core::mem::zeroed() };
-        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-        attr.value.programmaticStreamSerializationAllowed = 1;
+        // structs of integers); ids and values are set next.
+        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { core::mem::zeroed() };
+        let mut n_attrs = 0;
+        if self.pdl() {
+            let a = &mut attrs[n_attrs];
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            a.value.programmaticStreamSerializationAllowed = 1;
+            n_attrs += 1;
+        }
+        if cluster > 1 {
+            let a = &mut attrs[n_attrs];
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            a.value.clusterDim.x = cluster;
+            a.value.clusterDim.y = 1;
+            a.value.clusterDim.z = 1;
+            n_attrs += 1;
+        }
         let cfg = sys::CUlaunchConfig {
             gridDimX: grid.0,
             gridDimY: grid.1,
@@ -315,12 +353,13 @@ impl Gpu {
             blockDimZ: 1,
             sharedMemBytes: smem,
             hStream: self.stream.cu_stream(),
-            attrs: &mut attr,
-            numAttrs: 1,
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: n_attrs as u32,
         };
-        // SAFETY: as above for the parameters; `cfg` and `attr` live across the call, which
+        // SAFETY: as above for the parameters; `cfg` and `attrs` live across the call, which
         // copies them; every kernel begins with `pdl_begin()`, so the early start that the
-        // attribute allows never lets a kernel touch memory before its predecessor is done.
+        // PDL attribute allows never lets a kernel touch memory before its predecessor is
+        // done; a cluster size the kernel or device refuses is an error the driver returns.
         unsafe { sys::cuLaunchKernelEx(&cfg, f, ptrs.as_mut_ptr(), core::ptr::null_mut()) }
             .result()?;
         Ok(())

@@ -52,6 +52,10 @@ const _: () = assert!(PRE_ARGS <= QK_TAIL_ARGS);
 /// The bulk-copy kernels' own arguments after the multi-GEMV's (`KT_PARAMS`,
 /// kernels/gemv_k.cu): stages, slot bytes, `pre`, and the next launch's weights to fetch into
 /// L2 (start, bytes).
+/// Threads a block of the cluster norms, and the most values of a row one block takes
+/// (`NORM_CL_THREADS`, `NORM_CL_THREADS * NORM_CL_VALUES`, kernels/norm.cu).
+const NORM_CL_THREADS: u32 = 128;
+const NORM_CL_VALUES: usize = 128 * 8;
 const KT_ARGS: usize = 6;
 
 /// Where the split count (`max_splits`) is among them.
@@ -1034,7 +1038,33 @@ impl CudaBackend {
             (Some(_), None) => (&fns.add_rmsnorm, &fns.add_rmsnorm_q8),
             (None, _) => (&fns.rmsnorm, &fns.rmsnorm_q8),
         };
-        if fuse {
+        // Over a cluster of blocks where asked and the row splits into whole q8_1 blocks that
+        // the cluster's blocks can hold (kernels/norm.cu, NORM_CL_THREADS × NORM_CL_VALUES).
+        let cl = self.norm_cluster as usize;
+        let cluster = fuse
+            && cl >= 2
+            && self.gpu.compute_capability().0 >= 9
+            && dim.is_multiple_of(32 * cl)
+            && dim / cl <= NORM_CL_VALUES;
+        if cluster {
+            let k = match (p.yp, post) {
+                (Some(_), Some(_)) => 2,
+                (Some(_), None) => 1,
+                (None, _) => 0,
+            };
+            let f = raw(&fns.norm_cl[k]);
+            self.gpu.launch_ex(
+                f,
+                (cl as u32, rows as u32, 1),
+                NORM_CL_THREADS,
+                0,
+                cl as u32,
+                &args[..n],
+            )?;
+            self.cluster_norms += 1;
+            self.qx = Some((p.op, rows, dim));
+            Ok(())
+        } else if fuse {
             self.gpu
                 .launch(raw(q8), (rows as u32, 1, 1), threads, &args[..n])?;
             self.qx = Some((p.op, rows, dim));

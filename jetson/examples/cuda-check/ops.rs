@@ -477,6 +477,87 @@ fn matrices(
         .collect()
 }
 
+/// The q8 norms (`rmsnorm`, the residual add + norm, the post-norm + add + norm) over
+/// `cols`-wide rows (1 and 3) with `cl` blocks a cluster, each against the CPU and followed by
+/// a Q4_K matmul reading its quantized output; every one must have run over a cluster.
+/// Weights get ids `id0..id0 + 3`.
+fn check_cluster_norms(
+    p: &mut Pair,
+    rng: &mut Rng,
+    cols: usize,
+    cl: u32,
+    id0: u32,
+) -> Result<bool, String> {
+    let mut ok = true;
+    let gain: Vec<f32> = (0..cols).map(|_| 1.0 + rng.normal(0.1)).collect();
+    let post: Vec<f32> = (0..cols).map(|_| 1.0 + rng.normal(0.2)).collect();
+    let wdata = matrix(rng, GgmlType::Q4_K, 64, cols, 0.1)?;
+    let gt = Tensor {
+        ty: GgmlType::F32,
+        rows: 1,
+        cols,
+        data: bytemuck::cast_slice(&gain),
+        id: id0,
+    };
+    let pt = Tensor {
+        data: bytemuck::cast_slice(&post),
+        id: id0 + 1,
+        ..gt
+    };
+    let wt = Tensor {
+        ty: GgmlType::Q4_K,
+        rows: 64,
+        cols,
+        data: &wdata,
+        id: id0 + 2,
+    };
+    p.cu.upload(&[gt, pt, wt]).map_err(|e| e.to_string())?;
+    p.cu.norm_cluster = cl;
+    for rows in [1usize, 3] {
+        for kind in ["rmsnorm", "add_rmsnorm", "norm_add_rmsnorm"] {
+            let xr = buf(A, rows * cols);
+            let yr = buf(D, rows * cols);
+            let nb = buf(B, rows * cols);
+            let mo = buf(C, rows * 64);
+            p.put(xr, &rng.vec(xr.len, 3.0))?;
+            p.put(yr, &rng.vec(yr.len, 2.0))?;
+            p.poison(nb)?;
+            p.poison(mo)?;
+            let before = p.cu.cluster_norms;
+            p.run(|b| {
+                match kind {
+                    "rmsnorm" => b.b_rmsnorm(xr, Some(&gt), cols, nb)?,
+                    "add_rmsnorm" => {
+                        b.b_branch_norms(&branch_end(yr, xr, None, Some(&gt), cols, nb))?
+                    }
+                    _ => b.b_branch_norms(&branch_end(yr, xr, Some(&pt), Some(&gt), cols, nb))?,
+                }
+                b.b_matmul(&wt, nb, rows, mo)
+            })?;
+            let label = format!("{kind}_cluster{cl}_{cols}_rows{rows}");
+            if kind == "norm_add_rmsnorm" {
+                ok &= p.check(&format!("{label}_y"), yr, 1e-5)?;
+            }
+            if kind != "rmsnorm" {
+                ok &= p.check(&format!("{label}_x"), xr, 1e-5)?;
+            }
+            ok &= p.check(&format!("{label}_out"), nb, 1e-5)?;
+            ok &= p.check(
+                &format!("{label}_then_matmul_q4_K"),
+                mo,
+                matmul_tol(GgmlType::Q4_K),
+            )?;
+            // Both sides ran the norm; the device's must have been one cluster launch.
+            let n = p.cu.cluster_norms - before;
+            if n != 1 {
+                println!("{label}: {n} cluster norm launches  FAIL");
+                ok = false;
+            }
+        }
+    }
+    Ok(ok)
+}
+
 /// The tensors over `data` (as [`matrices`] made it for `specs`), ids from `id0`.
 fn tensors<'a>(
     specs: &[(GgmlType, usize)],
@@ -793,6 +874,20 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             mo,
             matmul_tol(GgmlType::Q4_K),
         )?;
+    }
+    // The same three norms over thread-block clusters (sm_90): the 512-wide rows under every
+    // cluster size, and the 30B shape's 6656-wide rows under 8 and 16 (832 and 416 values a
+    // block). Counted, so a silent fallback to the one-block kernels fails.
+    if p.cu.gpu().compute_capability().0 >= 9 {
+        for (width, sizes, id0) in [
+            (512usize, &[2u32, 4, 8, 16][..], 3100u32),
+            (6656, &[8, 16][..], 3200),
+        ] {
+            for &cl in sizes {
+                ok &= check_cluster_norms(&mut p, &mut rng, width, cl, id0)?;
+            }
+        }
+        p.cu.norm_cluster = 0;
     }
     // Gate and up with the activation, which also quantizes its output for the down matmul
     // that follows (as the FFN runs): the activation and the down projection.
