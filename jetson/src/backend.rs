@@ -420,7 +420,10 @@ pub struct TmaGemv {
     /// once, before the wait on the previous kernel, so that a launch's first items stream
     /// into shared memory while the norm or attention before it runs; after that first fill
     /// `stages` items a ring stay in flight, as without. (Deeper steady rings were slower,
-    /// session 16.)
+    /// session 16.) A measuring knob, off by default: slower on the H100 in session 21
+    /// (138.1 → 134.1 tok/s with four slots, 133.0 with eight): the small launches' items
+    /// gained nothing from bytes that landed early, and the larger blocks no longer fit beside
+    /// the launch before them.
     pub ring: u32,
 }
 
