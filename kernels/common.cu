@@ -86,6 +86,39 @@ __device__ __forceinline__ void pdl_begin_small() {
 #endif
 }
 
+// Flag hops (a measuring knob, `CudaBackend::flag_hop`): a one-row norm tells the bulk-copy GEMV
+// after it that its output is written through a counter pair in device memory instead of the
+// end of its grid. The norm's blocks each add one to dep[0] once all their threads' writes are
+// done (hop_signal); the GEMV's blocks let the next kernel launch, then wait until dep[0]
+// reaches the norm's block count (hop_wait) instead of griddepcontrol.wait, and the last of
+// them to pass zeroes the pair for the next hop. Everything else the GEMV touches was finished
+// before the norm started (the norm itself waits on its predecessor's grid), and the kernel
+// after the GEMV waits on the GEMV's grid as usual.
+__device__ __forceinline__ void hop_signal(u32* sig) {
+    if (!sig) return;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(sig, 1u);
+    }
+}
+__device__ __forceinline__ void hop_wait(u32* dep, u32 n) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+    if (threadIdx.x == 0) {
+        u32 v;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(dep) : "memory");
+        } while (v < n);
+        if (atomicAdd(dep + 1, 1u) == gridDim.x * gridDim.y - 1) {
+            atomicExch(dep, 0u);
+            atomicExch(dep + 1, 0u);
+        }
+    }
+    __syncthreads();
+}
+
 // 1: the GEMVs' 16-byte weight loads carry an L2 evict-first policy and skip L1 (each such
 // byte is read once a token), so the lines prefetched for the next GEMV and the activations
 // are the last to go; 0: plain read-only loads.

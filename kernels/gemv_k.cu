@@ -719,8 +719,8 @@ __device__ __forceinline__ u32 kt_ring_off(int cols) {
 // once its items are done (`nxt`, `nxt_bytes`: the next launch's first weights, so that HBM
 // keeps streaming through this launch's tail and barriers; 0 bytes: none), split evenly over
 // every team of the grid.
-#define KT_PARAMS int stages, u32 slot_bytes, int pre, const u8 *nxt, u32 nxt_bytes, u64 *trace
-#define KT_ARGS stages, slot_bytes, pre, nxt, nxt_bytes, trace
+#define KT_PARAMS int stages, u32 slot_bytes, int pre, const u8 *nxt, u32 nxt_bytes, u64 *trace, u32 *dep, u32 dep_n
+#define KT_ARGS stages, slot_bytes, pre, nxt, nxt_bytes, trace, dep, dep_n
 
 // The launch timeline (`trace` non-null: `cuda-check timeline`, CudaBackend::trace_gemvs):
 // thread 0 of each block leaves KT_TRACE_POINTS (global ns timer, SM clock) pairs at
@@ -804,7 +804,9 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
         for (int j = 0; j < pre && j < mine; ++j) issue(j);
     }
     __syncwarp();
-    pdl_begin();
+    // `dep`: the norm before signals its output through a counter (hop_wait, common.cu).
+    if (dep) hop_wait(dep, dep_n);
+    else pdl_begin();
     kt_stamp(trace, 1);
     // The rest of the first round (`pre` < `stages`: fewer copies compete with the previous
     // kernels' last loads).
@@ -816,9 +818,11 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     else {
         const uint4* ga = (const uint4*)(aq + ar * cols);
         const float2* gd = ads + ar * (cols >> 5);
+        // Written in this launch's lifetime (attention in front, or a flag hop): through L2.
+        const bool fresh = Pro::fresh || dep;
         for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x)
-            *(uint4*)(sa + kt_pa(16u * i)) = Pro::fresh ? __ldcg(ga + i) : __ldg(ga + i);
-        for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = Pro::fresh ? __ldcg(gd + i) : __ldg(gd + i);
+            *(uint4*)(sa + kt_pa(16u * i)) = fresh ? __ldcg(ga + i) : __ldg(ga + i);
+        for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = fresh ? __ldcg(gd + i) : __ldg(gd + i);
     }
     // Also orders the barriers' initialization before any other warp of a team waits on them.
     __syncthreads();

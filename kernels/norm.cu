@@ -18,7 +18,7 @@ template <bool Q, bool ADD, bool PRE = false>
 __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __restrict__ w,
                                             float* out, int dim, float eps, i8* __restrict__ q,
                                             float2* __restrict__ ds, const float* __restrict__ pw = nullptr,
-                                            float peps = 0.0f) {
+                                            float peps = 0.0f, u32* sig = nullptr) {
     __shared__ double part[32];
     float* xr = x + (size_t)blockIdx.x * dim;
     float* yr = ADD ? y + (size_t)blockIdx.x * dim : nullptr;
@@ -81,6 +81,7 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
                 if (Q) quantize_lane_q8(v, (size_t)blockIdx.x * dim + i, q, ds);
             }
         }
+        hop_signal(sig);
         return;
     }
     // Wider rows: loops over the row (each loop gives a thread the same elements, so it reads
@@ -116,6 +117,7 @@ __device__ __forceinline__ void rmsnorm_row(float* x, float* y, const float* __r
         orow[i] = v;
         if (Q) quantize_lane_q8(v, (size_t)blockIdx.x * dim + i, q, ds);
     }
+    hop_signal(sig);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_f32(const float* x, const float* __restrict__ w, float* out, int dim,
@@ -126,8 +128,8 @@ extern "C" __global__ void __launch_bounds__(1024) rmsnorm_f32(const float* x, c
 // RMSNorm that also leaves its output quantized to q8_1 blocks in `q`/`ds`, for the matmul that
 // reads it next. Needs dim a multiple of 32 and a block of whole warps.
 extern "C" __global__ void __launch_bounds__(1024) rmsnorm_q8_f32(const float* x, const float* __restrict__ w, float* out, int dim,
-                                          float eps, i8* __restrict__ q, float2* __restrict__ ds) {
-    rmsnorm_row<true, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds);
+                                          float eps, i8* __restrict__ q, float2* __restrict__ ds, u32* sig) {
+    rmsnorm_row<true, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds, nullptr, 0.0f, sig);
 }
 
 // The residual add and the next norm in one launch: x += y, then out = rmsnorm(x) * w
@@ -140,8 +142,8 @@ extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_f32(float* x, con
 // The same, also leaving out quantized to q8_1 for the matmul that reads it next.
 extern "C" __global__ void __launch_bounds__(1024) add_rmsnorm_q8_f32(float* x, const float* __restrict__ y, const float* __restrict__ w,
                                               float* out, int dim, float eps, i8* __restrict__ q,
-                                              float2* __restrict__ ds) {
-    rmsnorm_row<true, true>(x, const_cast<float*>(y), w, out, dim, eps, q, ds);
+                                              float2* __restrict__ ds, u32* sig) {
+    rmsnorm_row<true, true>(x, const_cast<float*>(y), w, out, dim, eps, q, ds, nullptr, 0.0f, sig);
 }
 
 // The branch's post-norm, the residual add and the next norm in one launch
@@ -155,8 +157,8 @@ extern "C" __global__ void __launch_bounds__(1024) norm_add_rmsnorm_f32(float* x
 // The same, also leaving out quantized to q8_1 for the matmul that reads it next.
 extern "C" __global__ void __launch_bounds__(1024) norm_add_rmsnorm_q8_f32(float* x, float* y, const float* __restrict__ pw, float peps,
                                                    const float* __restrict__ w, float* out, int dim, float eps,
-                                                   i8* __restrict__ q, float2* __restrict__ ds) {
-    rmsnorm_row<true, true, true>(x, y, w, out, dim, eps, q, ds, pw, peps);
+                                                   i8* __restrict__ q, float2* __restrict__ ds, u32* sig) {
+    rmsnorm_row<true, true, true>(x, y, w, out, dim, eps, q, ds, pw, peps, sig);
 }
 
 // A branch's output projection fused with the norms after it (`Backend::matmul_add_rmsnorm`,
@@ -766,7 +768,7 @@ __device__ __forceinline__ double cluster_sum_f64(double s, double* part, double
 template <bool ADD, bool PRE>
 __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __restrict__ w, float* out, int dim,
                                             float eps, i8* __restrict__ q, float2* __restrict__ ds,
-                                            const float* __restrict__ pw, float peps) {
+                                            const float* __restrict__ pw, float peps, u32* sig) {
 #if __CUDA_ARCH__ >= 900
     __shared__ double part[32];
     __shared__ double cl[2];
@@ -830,23 +832,24 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
     }
     // No block leaves while another may still read its partials.
     cluster_sync_all();
+    hop_signal(sig);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
     rmsnorm_q8_cl(const float* x, const float* __restrict__ w, float* out, int dim, float eps, i8* __restrict__ q,
-                  float2* __restrict__ ds) {
-    cl_norm_row<false, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds, nullptr, 0.0f);
+                  float2* __restrict__ ds, u32* sig) {
+    cl_norm_row<false, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds, nullptr, 0.0f, sig);
 }
 
 extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
     add_rmsnorm_q8_cl(float* x, const float* __restrict__ y, const float* __restrict__ w, float* out, int dim,
-                      float eps, i8* __restrict__ q, float2* __restrict__ ds) {
-    cl_norm_row<true, false>(x, const_cast<float*>(y), w, out, dim, eps, q, ds, nullptr, 0.0f);
+                      float eps, i8* __restrict__ q, float2* __restrict__ ds, u32* sig) {
+    cl_norm_row<true, false>(x, const_cast<float*>(y), w, out, dim, eps, q, ds, nullptr, 0.0f, sig);
 }
 
 extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
     norm_add_rmsnorm_q8_cl(float* x, float* y, const float* __restrict__ pw, float peps, const float* __restrict__ w,
-                           float* out, int dim, float eps, i8* __restrict__ q, float2* __restrict__ ds) {
-    cl_norm_row<true, true>(x, y, w, out, dim, eps, q, ds, pw, peps);
+                           float* out, int dim, float eps, i8* __restrict__ q, float2* __restrict__ ds, u32* sig) {
+    cl_norm_row<true, true>(x, y, w, out, dim, eps, q, ds, pw, peps, sig);
 }

@@ -208,6 +208,18 @@ pub struct CudaBackend {
     /// `gemv_k_multi_gridnorm`'s grid barrier (two `u32`: arrivals, generation; the barrier
     /// leaves the arrivals at zero).
     pub(crate) grid_bar: DevMem,
+    /// Whether a one-row q8 norm whose next op is a plain bulk-copy GEMV over its output tells
+    /// that GEMV it is done through a counter in device memory (`hop_signal` / `hop_wait`,
+    /// kernels/common.cu) instead of the end of its grid: the norm waits for the next op,
+    /// which launches it just before its own launch. `$GLIMMER_FLAG_HOP=1` (a measuring
+    /// knob, off by default).
+    pub flag_hop: bool,
+    /// The norm waiting for the next op under [`Self::flag_hop`].
+    pub(crate) flag_norm: Option<crate::ops::NormPtrs>,
+    /// The flag hop's counter pair (two u32, zero between hops).
+    pub(crate) hop_flag: DevMem,
+    /// How many GEMVs waited on a norm's flag (checks read it).
+    pub flag_hops: u64,
     /// How many fused `matmul_add_rmsnorm` launches (any kind) this backend has made
     /// (checks read it to see that the fused path ran).
     pub fused_norms: u64,
@@ -657,6 +669,10 @@ impl CudaBackend {
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,
             grid_bar: gpu.alloc(8)?,
+            flag_hop: env_on("GLIMMER_FLAG_HOP"),
+            flag_norm: None,
+            hop_flag: gpu.alloc(8)?,
+            flag_hops: 0,
             fused_norms: 0,
             pending_norm: None,
             deferred_norms: 0,

@@ -56,7 +56,7 @@ const _: () = assert!(PRE_ARGS <= QK_TAIL_ARGS);
 /// (`NORM_CL_THREADS`, `NORM_CL_THREADS * NORM_CL_VALUES`, kernels/norm.cu).
 const NORM_CL_THREADS: u32 = 128;
 const NORM_CL_VALUES: usize = 128 * 8;
-const KT_ARGS: usize = 6;
+const KT_ARGS: usize = 8;
 
 /// Where the split count (`max_splits`) is among them.
 const ATT_ARG_SPLITS: usize = 14;
@@ -518,6 +518,26 @@ impl CudaBackend {
                     warps: l.warps,
                     bytes,
                 }));
+                // A waiting norm (flag hop): launched now with its flag, which this launch
+                // waits on instead of the norm's grid (plain launches of one row only; the
+                // fallbacks below refuse while it waits).
+                let flag = match (self.flag_norm.take(), tma_tail, rows) {
+                    (Some(np), None, 1) => {
+                        let f = self.hop_flag.ptr();
+                        let n = self.launch_norm(np, 1, f)?;
+                        self.flag_hops += 1;
+                        Some((f, n))
+                    }
+                    (np, _, _) => {
+                        self.flag_norm = np;
+                        None
+                    }
+                };
+                if self.flag_norm.is_some() {
+                    return Ok(None);
+                }
+                all[args.len() + 6] = Arg::P(flag.map_or(0, |f| f.0));
+                all[args.len() + 7] = Arg::I(flag.map_or(0, |f| f.1 as i32));
                 let mut n = args.len() + KT_ARGS;
                 if let Some(h) = head {
                     all[n..n + ATT_ARGS].copy_from_slice(&h.args);
@@ -553,7 +573,7 @@ impl CudaBackend {
                 return Ok(Some(blocks as u32));
             }
         }
-        if head.is_some() || pre {
+        if head.is_some() || pre || self.flag_norm.is_some() {
             return Ok(None);
         }
         // The fused launches: one wave, at most the `norm_blocks` partial sums `norm_part`
@@ -935,9 +955,27 @@ impl CudaBackend {
     fn norm(&mut self, a: NormArgs<'_, '_>) -> Result<(), CudaError> {
         self.qx = None;
         match self.norm_ptrs(a)? {
-            Some((p, rows)) => self.launch_norm(p, rows),
+            // One row that the q8 kernels take: waits for the next op ([`Self::flag_hop`]).
+            Some((p, 1))
+                if self.flag_hop
+                    && self.gpu.compute_capability().0 >= 9
+                    && self.norm_fuses(p.dim, 1) =>
+            {
+                self.flag_norm = Some(p);
+                self.qx = Some((p.op, 1, p.dim));
+                Ok(())
+            }
+            Some((p, rows)) => self.launch_norm(p, rows, 0).map(|_| ()),
             None => Ok(()),
         }
+    }
+
+    /// Whether a norm of `rows` rows of `dim` also quantizes its output ([`Self::launch_norm`]).
+    fn norm_fuses(&self, dim: usize, rows: usize) -> bool {
+        dim.is_multiple_of(32)
+            && dim >= FUSED_NORM_MIN_DIM
+            && rows <= self.cap.chunk
+            && dim <= self.cap.max_cols.div_ceil(32) * 32
     }
 
     /// [`Self::norm`]'s region checks and its launch's device addresses and rows (`None`:
@@ -995,14 +1033,15 @@ impl CudaBackend {
     }
 
     /// The norm launch of [`Self::norm`] (its regions checked, its addresses resolved) over
-    /// `rows` rows.
-    fn launch_norm(&mut self, p: NormPtrs, rows: usize) -> Result<(), CudaError> {
+    /// `rows` rows; a q8 norm adds one to the u32 at `sig` from each block once its output is
+    /// written (0: none; [`Self::flag_hop`]). Returns the blocks launched.
+    fn launch_norm(&mut self, p: NormPtrs, rows: usize, sig: u64) -> Result<u32, CudaError> {
         let (dim, post) = (p.dim, p.post);
         // About 8 values a thread: one warp for a 128-wide head, 832 threads for 6656.
         let threads = (dim.div_ceil(8).div_ceil(32) * 32).clamp(32, 1024) as u32;
-        // (x, [y, [pw, peps,]] w, out, dim, eps, q, ds): the kernels without q8 output stop
-        // before q.
-        let mut args = [Arg::I(0); 10];
+        // (x, [y, [pw, peps,]] w, out, dim, eps, q, ds, sig): the kernels without q8 output
+        // stop before q.
+        let mut args = [Arg::I(0); 11];
         let mut n = 0;
         let mut push = |a: Arg| {
             args[n] = a;
@@ -1023,15 +1062,13 @@ impl CudaBackend {
             Arg::F(p.eps),
             Arg::P(self.aq.ptr()),
             Arg::P(self.ads.ptr()),
+            Arg::P(sig),
         ] {
             push(a);
         }
         // A norm over whole rows of a matmul's width (the pre-attention, pre-FFN and output
         // norms) also quantizes its output for that matmul, saving it a launch.
-        let fuse = dim.is_multiple_of(32)
-            && dim >= FUSED_NORM_MIN_DIM
-            && rows <= self.cap.chunk
-            && dim <= self.cap.max_cols.div_ceil(32) * 32;
+        let fuse = self.norm_fuses(dim, rows);
         let fns = self.gpu.fns();
         let (plain, q8) = match (p.yp, post) {
             (Some(_), Some(_)) => (&fns.norm_add_rmsnorm, &fns.norm_add_rmsnorm_q8),
@@ -1063,15 +1100,18 @@ impl CudaBackend {
             )?;
             self.cluster_norms += 1;
             self.qx = Some((p.op, rows, dim));
-            Ok(())
+            Ok((cl * rows) as u32)
         } else if fuse {
             self.gpu
                 .launch(raw(q8), (rows as u32, 1, 1), threads, &args[..n])?;
             self.qx = Some((p.op, rows, dim));
-            Ok(())
+            Ok(rows as u32)
+        } else if sig != 0 {
+            Err(CudaError::BadRegion)
         } else {
             self.gpu
-                .launch(raw(plain), (rows as u32, 1, 1), threads, &args[..n - 2])
+                .launch(raw(plain), (rows as u32, 1, 1), threads, &args[..n - 3])?;
+            Ok(rows as u32)
         }
     }
 
@@ -1087,8 +1127,11 @@ impl CudaBackend {
 
     /// Runs the deferred norms, if any, as their own launch.
     fn flush_norm(&mut self) -> Result<(), CudaError> {
+        if let Some(p) = self.flag_norm.take() {
+            self.launch_norm(p, 1, 0)?;
+        }
         match self.pending_norm.take() {
-            Some(p) => self.launch_norm(p.ptrs, 1),
+            Some(p) => self.launch_norm(p.ptrs, 1, 0).map(|_| ()),
             None => Ok(()),
         }
     }
@@ -1172,6 +1215,40 @@ impl CudaBackend {
         self.deferred_norms += 1;
         self.qx = Some((n.op, 1, n.dim));
         Ok(true)
+    }
+
+    /// The norm waiting under [`CudaBackend::flag_hop`], launched with its flag just before a
+    /// plain bulk-copy GEMV over its output that waits on the flag: one row, distinct regions.
+    /// `false` (nothing launched, the norm still waiting) where the GEMV would take another
+    /// kernel.
+    fn take_flag_norm(
+        &mut self,
+        ws: &[&Tensor<'_>],
+        x: Buf,
+        rows: usize,
+        outs: &[Buf],
+    ) -> Result<bool, CudaError> {
+        let Some(p) = self.flag_norm else {
+            return Ok(false);
+        };
+        let at = |b: &Buf| self.at(*b);
+        let (xp, op) = (at(&x)?, p.op);
+        let mut clear = true;
+        for o in outs {
+            let a = at(o)?;
+            let end = a + 4 * o.len as u64;
+            let hit = |b: u64, len: usize| a < b + 4 * len as u64 && b < end;
+            clear &= !hit(p.xp, p.dim) && !hit(op, p.dim) && p.yp.is_none_or(|y| !hit(y, p.dim));
+        }
+        if rows != 1 || xp != op || !clear {
+            return Ok(false);
+        }
+        let taken = self.matmul_multi(ws, x, 1, outs, None, None)?.is_some();
+        if taken && self.flag_norm.is_some() {
+            // The GEMV did not take the flag (it launched without launching the norm).
+            return Err(CudaError::BadRegion);
+        }
+        Ok(taken)
     }
 
     /// `matmul_add_rmsnorm`'s norms deferred to the next op ([`NormFusion::Pre`]), where
@@ -1714,6 +1791,9 @@ impl Backend for CudaBackend {
         outs: &[Buf],
     ) -> Result<(), CudaError> {
         if self.take_norm(ws, x, rows, outs)? {
+            return Ok(());
+        }
+        if self.take_flag_norm(ws, x, rows, outs)? {
             return Ok(());
         }
         self.flush_pending()?;

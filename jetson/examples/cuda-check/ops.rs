@@ -883,8 +883,9 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             (512usize, &[2u32, 4, 8, 16][..], 3100u32),
             (6656, &[8, 16][..], 3200),
         ] {
+            // Fresh weight ids for each call: an id already uploaded keeps its first data.
             for &cl in sizes {
-                ok &= check_cluster_norms(&mut p, &mut rng, width, cl, id0)?;
+                ok &= check_cluster_norms(&mut p, &mut rng, width, cl, id0 + 4 * cl)?;
             }
         }
         p.cu.norm_cluster = 0;
