@@ -212,7 +212,9 @@ pub struct CudaBackend {
     /// that GEMV it is done through a counter in device memory (`hop_signal` / `hop_wait`,
     /// kernels/common.cu) instead of the end of its grid: the norm waits for the next op,
     /// which launches it just before its own launch. `$GLIMMER_FLAG_HOP=1` (a measuring
-    /// knob, off by default).
+    /// knob, off by default: slower on the H100 in session 21, 137.4–137.7 → 135.5–135.8
+    /// tok/s; correct: e2e tallies and graph/eager bit-identity unchanged). `cuda-check
+    /// bench` measures no per-class costs with it (a dropped norm never signals).
     pub flag_hop: bool,
     /// The norm waiting for the next op under [`Self::flag_hop`].
     pub(crate) flag_norm: Option<crate::ops::NormPtrs>,
@@ -248,7 +250,10 @@ pub struct CudaBackend {
     /// one-block norms): `rmsnorm_q8_cl` and its kind (kernels/norm.cu) spread the row over a
     /// thread-block cluster whose blocks are small enough to start beside a running bulk-copy
     /// GEMV block, their sums meeting in distributed shared memory.
-    /// `$GLIMMER_NORM_CLUSTER` (a measuring knob while unmeasured; off by default).
+    /// `$GLIMMER_NORM_CLUSTER` (0 or 1: off); default 16, measured on the H100 in session 21
+    /// (BENCHMARKS.md): 137.4–138.2 → 138.4–138.8 tok/s on the 30B shape over four
+    /// alternating rounds in two calls (clusters of 8: no gain). The step is not the norm's
+    /// body but the two grid hops around it, which this leaves.
     pub norm_cluster: u32,
     /// How many norms ran over a cluster ([`Self::norm_cluster`]; checks read it).
     pub cluster_norms: u64,
@@ -636,11 +641,15 @@ impl CudaBackend {
             fuse_qk: env_on("GLIMMER_FUSE_QK"),
             fused_qk: 0,
             fuse_prep: env_on("GLIMMER_FUSE_PREP"),
-            norm_cluster: std::env::var("GLIMMER_NORM_CLUSTER")
-                .ok()
-                .and_then(|v| v.trim().parse::<u32>().ok())
-                .filter(|n| (2..=16).contains(n))
-                .unwrap_or(0),
+            norm_cluster: match std::env::var("GLIMMER_NORM_CLUSTER") {
+                Ok(v) => v
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (2..=16).contains(n))
+                    .unwrap_or(0),
+                Err(_) => 16,
+            },
             cluster_norms: 0,
             pending_prep: None,
             fused_prep: 0,

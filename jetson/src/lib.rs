@@ -39,6 +39,10 @@
 //!   the previous kernel), two warps sharing each ring (four where the rows are so long that
 //!   few rings fit: FFN down), and a Q4_K super-block four lanes ([`TmaGemv::DEFAULT`]; H200:
 //!   144.9 -> 164.8 tok/s on the 30B shape; teams of four for FFN down +0.5 % on the H100).
+//! - **Wide norms over a thread-block cluster** (compute capability 9.0 and later, the default
+//!   there): a one-row q8 norm of the model width runs on 16 blocks of 128 threads, small enough
+//!   to start beside a running bulk-copy GEMV block, their sums meeting in distributed shared
+//!   memory ([`CudaBackend::norm_cluster`]; +0.4–0.8 % on the H100).
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
@@ -63,7 +67,11 @@
 //! once its items are done, [`CudaBackend::gemv_next_bytes`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
 //! memory with the bulk-copy unit, `gemv_k_multi_tma*`, on by default; `0`: `gemv_k_multi`
-//! instead; [`TmaGemv`] says how),
+//! instead; [`TmaGemv`] says how, its 8th field a deeper first fill, [`TmaGemv::ring`]),
+//! `GLIMMER_NORM_CLUSTER` (blocks a cluster for the wide q8 norms, 16 by default on sm_90;
+//! `0`: one block, [`CudaBackend::norm_cluster`]), `GLIMMER_FLAG_HOP` (1: a one-row norm
+//! signals the GEMV after it through a counter instead of its grid's end,
+//! [`CudaBackend::flag_hop`]),
 //! `GLIMMER_GEMV_PREFETCH` (deep L2 prefetch), `GLIMMER_GEMV_PROBE` (the GEMVs' loads without
 //! their arithmetic: garbage output, for timing only; where the bulk-copy kernels run, the
 //! copies alone) and `GLIMMER_ATTN_SPLITS` (the decode attention's most splits). Kernel macros
