@@ -198,6 +198,20 @@ __device__ __forceinline__ bool ticket_last(u32* ctr, u32 n) {
     return last;
 }
 
+// The sum of warp 0's `t` (lane l's), by one shuffle tree, handed to every thread of the block
+// through part[0]; the other warps' `t` is ignored. Every thread of the block calls it.
+__device__ __forceinline__ double warp0_sum_to_block(double t, double* part) {
+    if (threadIdx.x < 32) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(FULL_MASK, t, o);
+        if (threadIdx.x == 0) part[0] = t;
+    }
+    __syncthreads();
+    const double total = part[0];
+    __syncthreads();
+    return total;
+}
+
 // Sum of `s` over the block (every thread gets it), through `part` (32 doubles of shared
 // memory). May be called again on the same `part`: it ends with a barrier.
 __device__ __forceinline__ double block_sum_f64(double s, double* part) {
@@ -206,17 +220,8 @@ __device__ __forceinline__ double block_sum_f64(double s, double* part) {
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
     if (lane == 0) part[wid] = s;
     __syncthreads();
-    if (wid == 0) {
-        const int nw = (blockDim.x + 31) >> 5;
-        double t = lane < nw ? part[lane] : 0.0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(FULL_MASK, t, o);
-        if (lane == 0) part[0] = t;
-    }
-    __syncthreads();
-    const double total = part[0];
-    __syncthreads();
-    return total;
+    const int nw = (blockDim.x + 31) >> 5;
+    return warp0_sum_to_block(wid == 0 && lane < nw ? part[lane] : 0.0, part);
 }
 
 // The RMSNorm scale of a row of `dim` whose squares sum to `ss` (f64, as the CPU sums them).

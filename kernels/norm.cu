@@ -751,17 +751,8 @@ __device__ __forceinline__ double cluster_sum_f64(double s, double* part, double
     const double b = block_sum_f64(s, part);
     if (threadIdx.x == 0) cl[k] = b;
     cluster_sync_all();
-    if (threadIdx.x < 32) {
-        const u32 lane = threadIdx.x;
-        double t = lane < cluster_blocks() ? ld_cluster_f64(cl + k, lane) : 0.0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(FULL_MASK, t, o);
-        if (lane == 0) part[0] = t;
-    }
-    __syncthreads();
-    const double total = part[0];
-    __syncthreads();
-    return total;
+    const u32 t = threadIdx.x;
+    return warp0_sum_to_block(t < cluster_blocks() ? ld_cluster_f64(cl + k, t) : 0.0, part);
 }
 #endif
 
