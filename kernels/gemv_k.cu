@@ -608,6 +608,12 @@ __device__ __forceinline__ float q6k_dot_s(const u8* row, int kb, int nb, int c,
     return q6k_math(l4, h4, sc0, sc1, d, c, a);
 }
 
+// Passes of kt_item's loops unrolled (a measuring macro: 2 lets a warp's next pass load while
+// this one computes).
+#ifndef KT_ITEM_UNROLL
+#define KT_ITEM_UNROLL 1
+#endif
+
 // The dot products of the `nr` (1..R) rows of one item at `rows` (shared memory, `rb` bytes
 // apart) with the staged activations (`sa`: kt_pa layout; `sd`: the (d, d·sum) pairs), each
 // left in v (every lane). Q4_K: four lanes a super-block (q4k_pair_s), eight super-blocks a
@@ -623,6 +629,7 @@ __device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, 
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     if (T == T_Q4_K) {
         const int p = lane & 3;
+#pragma unroll KT_ITEM_UNROLL
         for (int kb = 8 * tw + (lane >> 2); kb < nb; kb += 8 * tn) {
             if (PROBE) {
 #pragma unroll
@@ -644,6 +651,7 @@ __device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, 
         }
     } else {
         const int c = lane & 7;
+#pragma unroll KT_ITEM_UNROLL
         for (int kb = 4 * tw + (lane >> 3); kb < nb; kb += 4 * tn) {
             if (PROBE) {
 #pragma unroll
