@@ -609,7 +609,7 @@ __device__ __forceinline__ float q6k_dot_s(const u8* row, int kb, int nb, int c,
 }
 
 // Passes of kt_item's loops unrolled (a measuring macro: 2 lets a warp's next pass load while
-// this one computes).
+// this one computes; slower on the H100 in session 21, 78 registers and a longer chain).
 #ifndef KT_ITEM_UNROLL
 #define KT_ITEM_UNROLL 1
 #endif
@@ -740,7 +740,9 @@ __device__ __forceinline__ u32 kt_ring_off(int cols) {
 #ifndef KT_TRACE
 #define KT_TRACE 0
 #endif
-// 1 (a measuring macro with KT_TRACE=1): the bulk-copy kernels copy no weights (see `issue`).
+// 1 (a measuring macro with KT_TRACE=1): the bulk-copy kernels copy no weights (see `issue`),
+// so `cuda-check timeline` times the items' own chain (BENCHMARKS.md, session 21: ~4.1 TB/s of
+// weights for the default on FFN gate/up, below the H200's HBM).
 #ifndef KT_NOLOAD
 #define KT_NOLOAD 0
 #endif

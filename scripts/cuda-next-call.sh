@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # On the device machine (see /work/.library/device): the checks and timings the next session
 # starts from, most wanted first, so that a call cut short at its limit still brings back the
-# first rows: every kernel check (`cuda-check ops`; the wide q8 norms over clusters of 16 are
-# the default since session 21, the one-block norms checked with it off), e2e on the 4-layer
-# `mid` model, then the 30B-shape decode of the default and of the one-block norms
-# (`GLIMMER_NORM_CLUSTER=0`) alternately. Logs are tarred into $OUT/logs.tgz every
-# 30 s (a call returns at most eight files). Carries a stripped `cuda-check` in devcarry/ (see
+# first rows. Meant for the first H200 that comes (on an H100 it repeats session 21): every
+# kernel check (`cuda-check ops`), e2e on the 4-layer `mid` model, then for the default, two
+# rows an item (`GLIMMER_GEMV_TMA=2:24:2:1:2:0:1`) and one warp a ring (`2:24:1:1:1`): the
+# 30B-shape decode and the launch timeline without weight copies (KT_NOLOAD=1, the items'
+# own chain; BENCHMARKS.md session 21 says why). Logs are tarred into $OUT/logs.tgz every 30 s
+# (a call returns at most eight files). Carries a stripped `cuda-check` in devcarry/ (see
 # scripts/cuda-perf.sh).
 R=$OUT; OUT=/tmp/glimmer-logs; mkdir -p $OUT; export OUT
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
@@ -14,16 +15,25 @@ M=/tmp/glimmer-models; export GLIMMER_CUDA_CACHE=$M/kernel-cache; mkdir -p $M
 chmod +x devcarry/*; . scripts/cuda-libs.sh
 C=devcarry/cuda-check
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
-STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 32; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 33; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
 STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-280
 STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
 for r in 1 2; do
-  for v in def one; do
-    case $v in def) E=;; one) E=GLIMMER_NORM_CLUSTER=0;; esac
-    STEP_TIMEOUT=50 TAIL=0 step bench-$v$r env $E $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
-    grep -E "decode \(graph|(GEMVs|norms|everything but) \(round 1|memcpy" $OUT/bench-$v$r.log | sed 's/PDL.*launches)//' | head -6
+  for v in def r2 t1; do
+    case $v in def) T=1;; r2) T=2:24:2:1:2:0:1;; t1) T=2:24:1:1:1;; esac
+    STEP_TIMEOUT=50 TAIL=0 step bench-$v$r env GLIMMER_GEMV_TMA=$T $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
+    grep -E "decode \(graph|(GEMVs|everything but) \(round 1|memcpy" $OUT/bench-$v$r.log | sed 's/PDL.*launches)//' | head -6
+  done
+done
+for v in def r2 t1; do
+  case $v in def) T=1;; r2) T=2:24:2:1:2:0:1;; t1) T=2:24:1:1:1;; esac
+  STEP_TIMEOUT=50 TAIL=0 step noload-$v env GLIMMER_GEMV_TMA=$T "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1" $C timeline --model $M/full.gguf --prefill 512
+  echo "== no copies, $v ($T)"; grep -E "sums" $OUT/noload-$v.log
+  for k in 0 1 2 3; do
+    med() { awk -v k=$k -v c=$1 '/^ +[0-9]+ tma/ && $1 < 208 && $1 % 4 == k { print $c }' $OUT/noload-$v.log | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+    echo "  kind $k (0 qkv, 1 proj, 2 gate/up, 3 down): span $(med 5)  items $(med 11)"
   done
 done
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
