@@ -30,10 +30,6 @@ done
 for v in def r2 t1; do
   case $v in def) T=1;; r2) T=2:24:2:1:2:0:1;; t1) T=2:24:1:1:1;; esac
   STEP_TIMEOUT=50 TAIL=0 step noload-$v env GLIMMER_GEMV_TMA=$T "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1" $C timeline --model $M/full.gguf --prefill 512
-  echo "== no copies, $v ($T)"; grep -E "sums" $OUT/noload-$v.log
-  for k in 0 1 2 3; do
-    med() { awk -v k=$k -v c=$1 '/^ +[0-9]+ tma/ && $1 < 208 && $1 % 4 == k { print $c }' $OUT/noload-$v.log | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-    echo "  kind $k (0 qkv, 1 proj, 2 gate/up, 3 down): span $(med 5)  items $(med 11)"
-  done
+  echo "== no copies, $v ($T)"; grep -E "sums|^  shape" $OUT/noload-$v.log
 done
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l

@@ -100,6 +100,53 @@ fn analyze(launches: &[(TracedLaunch, Vec<BlockStamps>)]) -> Vec<Row> {
     rows
 }
 
+/// The launches of one shape (kernel and bytes: one matrix set of every layer) and the
+/// medians of their rows.
+struct Shape {
+    kernel: usize,
+    bytes: u64,
+    n: usize,
+    med: Row,
+}
+
+/// [`Row`]s grouped by launch shape, in the order each shape first appears, with the medians
+/// of each column over the group (the layers' Q/K/V, projection, FFN launches each).
+fn by_shape(launches: &[(TracedLaunch, Vec<BlockStamps>)], rows: &[Row]) -> Vec<Shape> {
+    let mut keys: Vec<(usize, u64)> = Vec::new();
+    for (l, _) in launches {
+        if !keys.contains(&(l.kernel, l.bytes)) {
+            keys.push((l.kernel, l.bytes));
+        }
+    }
+    keys.into_iter()
+        .map(|(kernel, bytes)| {
+            let group: Vec<&Row> = launches
+                .iter()
+                .zip(rows)
+                .filter(|((l, _), _)| (l.kernel, l.bytes) == (kernel, bytes))
+                .map(|(_, r)| r)
+                .collect();
+            let med =
+                |f: fn(&Row) -> f64| median(&mut group.iter().map(|r| f(r)).collect::<Vec<_>>());
+            Shape {
+                kernel,
+                bytes,
+                n: group.len(),
+                med: Row {
+                    span: med(|r| r.span),
+                    gap: med(|r| r.gap),
+                    wait_spread: med(|r| r.wait_spread),
+                    end_spread: med(|r| r.end_spread),
+                    staged: med(|r| r.staged),
+                    first: med(|r| r.first),
+                    items: med(|r| r.items),
+                    drain: med(|r| r.drain),
+                },
+            }
+        })
+        .collect()
+}
+
 /// Prefill `prefill` random tokens, three eager decode steps, then one traced eager step;
 /// prints each bulk-copy launch's row and the step's sums.
 pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, copy_bw: f64) -> Result<(), String> {
@@ -177,12 +224,27 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, copy_bw: f64) -> Result<(
         "SUMMARY|timeline|{} launches|spans {:.0} us, gaps {:.0} us, ideal {ideal:.0} us|staging {:.0}, first {:.0}, end spreads {:.0}",
         launches.len(), sum.span, sum.gap, sum.staged, sum.first, sum.end_spread
     );
+    println!("  medians by launch shape (kernel and bytes; µs):");
+    for sh in by_shape(&launches, &rows) {
+        let name = KERNELS.get(sh.kernel).copied().unwrap_or("?");
+        let mb = sh.bytes as f64 / 1e6;
+        let m = &sh.med;
+        let ideal = sh.bytes as f64 / copy_bw * 1e6;
+        println!(
+            "  shape {name:<16} {mb:>7.2} MB x{:<3} span {:>6.1} ({:>3.0}% of copy)  gap {:>5.1}  staged {:>5.2}  items {:>6.1}  end spread {:>5.1}",
+            sh.n, m.span, 100.0 * ideal / m.span.max(1e-9), m.gap, m.staged, m.items, m.end_spread
+        );
+        println!(
+            "SUMMARY|timeline-shape|{name} {mb:.2} MB|x{}|span {:.1} us, gap {:.1} us, items {:.1} us",
+            sh.n, m.span, m.gap, m.items
+        );
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{analyze, BlockStamps, TracedLaunch};
+    use super::{analyze, by_shape, BlockStamps, TracedLaunch};
 
     /// A block's stamps: global-timer ns `g` and SM clock at 2 GHz from the same instants.
     fn block(g: [u64; 6]) -> BlockStamps {
@@ -208,7 +270,7 @@ mod tests {
             block([11_000, 15_000, 15_400, 17_000, 30_000, 31_000]),
             block([11_000, 15_000, 15_600, 17_400, 30_400, 31_000]),
         ];
-        let rows = analyze(&[(l, a), (l, b)]);
+        let rows = analyze(&[(l, a.clone()), (l, b.clone())]);
         let close = |x: f64, y: f64| (x - y).abs() < 1e-9;
         assert!(close(rows[0].span, 10.0));
         assert!(close(rows[0].gap, 0.0));
@@ -222,5 +284,23 @@ mod tests {
         assert!(close(rows[1].gap, 4.0));
         assert!(close(rows[1].span, 16.0));
         assert!(close(rows[1].end_spread, 0.0));
+
+        // Three launches of one shape and one of another: grouped in order of appearance,
+        // each column's median over its group.
+        let other = TracedLaunch {
+            bytes: 2 << 20,
+            ..l
+        };
+        let c = vec![block([31_000, 33_000, 33_500, 34_000, 40_000, 41_000])];
+        let d = vec![block([41_000, 43_000, 43_200, 43_600, 45_000, 46_000])];
+        let all = [(l, a.clone()), (other, c), (l, b.clone()), (l, d)];
+        let rows = analyze(&all);
+        let shapes = by_shape(&all, &rows);
+        assert_eq!(shapes.len(), 2);
+        assert_eq!((shapes[0].bytes, shapes[0].n), (1 << 20, 3));
+        assert_eq!((shapes[1].bytes, shapes[1].n), (2 << 20, 1));
+        // Spans of the first shape: 10, 16 and 3 µs; the median of three is the middle.
+        assert!(close(shapes[0].med.span, 10.0));
+        assert!(close(shapes[1].med.span, 8.0));
     }
 }
