@@ -770,8 +770,14 @@ __device__ __forceinline__ void kt_prefetch_next(const u8* nxt, u32 nxt_bytes, i
 #endif
 }
 
-template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp, class Pro = KtNoPro>
+// ROWSPLIT (R == TEAM, plain launches): the team's warps share the ring but not the rows'
+// super-blocks: warp tw takes row tw of each item whole, as a warp of its own ring would
+// (no partial sums to meet), and the team's barrier only frees the slot. Two rows an item
+// with teams of two this way run the items' chain of one warp a ring (session 21: ~13 %
+// shorter than teams of two splitting each row) in the rings of teams of two.
+template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp, class Pro = KtNoPro, bool ROWSPLIT = false>
 __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS, Ep& ep, const Pro& pro = Pro()) {
+    static_assert(!ROWSPLIT || R == TEAM, "a row a warp of the team");
 #if __CUDA_ARCH__ >= 900
     kt_stamp(trace, 0);
     u8* kt_smem = kt_smem_base();
@@ -851,6 +857,20 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
         mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
         if (KT_TRACE && j == 0) kt_stamp(trace, 3);
         const u8* rows = ring + (u32)(j % stages) * slot_bytes;
+        if (ROWSPLIT) {
+            // Row tw of the item (the item's last rows may be missing: warp-uniform).
+            if (tw < nr) {
+                float v1[1];
+                const u8* row = rows + (u32)tw * (u32)s.rb;
+                if (s.ty == T_Q4_K) kt_item<T_Q4_K, 1, PROBE>(row, (u32)s.rb, 1, nb, sa, sd, v1);
+                else kt_item<T_Q6_K, 1, PROBE>(row, (u32)s.rb, 1, nb, sa, sd, v1);
+                if (lane == 0) s.out[ar * s.n + row0 + tw] = v1[0];
+            }
+            // The whole team is done with the slot (named barrier 1 + team).
+            asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(32 * TEAM) : "memory");
+            if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
+            continue;
+        }
         float v[R];
         if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
         else kt_item<T_Q6_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
@@ -915,3 +935,10 @@ K_TMA_KERNEL(gemv_k_multi_tma1_t4, 1, false, 4)
 // Teams of two warps a ring, two rows an item: each team's activation reads serve two rows
 // (`TmaGemv::item_rows` 2 with teams of two, where the two-row slots still give every warp).
 K_TMA_KERNEL(gemv_k_multi_tma2_t2, 2, false, 2)
+// The same rings, a row of each item a warp (ROWSPLIT; `TmaGemv::item_rows` 3).
+extern "C" __global__ void __launch_bounds__(768, 1) gemv_k_multi_tma2_rs(K_MULTI_PARAMS, KT_PARAMS) {
+    KtNoEp ep;
+    gemv_k_multi_tma_body<2, false, 2, KtNoEp, KtNoPro, true>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1,
+                                                             n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3,
+                                                             t3, o3, pf, KT_ARGS, ep);
+}

@@ -194,6 +194,9 @@ pub struct CudaBackend {
     /// How many of them had rings deeper than their steady depth ([`TmaGemv::ring`]; checks
     /// read it).
     pub gemv_tma_deep_launches: u64,
+    /// How many of them split each item's rows over a team's warps ([`TmaGemv::item_rows`]
+    /// 3; checks read it).
+    pub gemv_tma_rowsplit_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
     /// `gemv_k_multi_sums`' and `gemv_k_multi_gridnorm`'s (four `f64` each),
     /// [`Self::norm_blocks`] of them.
@@ -409,7 +412,9 @@ pub struct TmaGemv {
     /// Most warps a block (1..=24).
     pub max_warps: u32,
     /// Rows an item: 1 or 2, or 0 to choose by size (two where `max_warps.min(6)` warps
-    /// still fit, else one).
+    /// still fit, else one); 3, with teams of two on plain launches: two rows an item, each
+    /// warp of the team taking one row whole (`gemv_k_multi_tma2_rs`: the items' chain of a
+    /// warp a ring in the rings of teams of two; written in session 21, not yet run on a GPU).
     pub item_rows: u32,
     /// Fewest warps a block worth a bulk-copy launch (1..=max_warps).
     pub min_warps: u32,
@@ -482,7 +487,8 @@ impl TmaGemv {
     }
 
     /// `1` ([`Self::DEFAULT`]) or `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE[:RING]]]]]]`
-    /// (stages 2..=4, warps 1..=24, rows 0..=2, min warps 1..=warps, team 1, 2 or 4 and at
+    /// (stages 2..=4, warps 1..=24, rows 0..=3 and 3 only with teams of two, min warps
+    /// 1..=warps, team 1, 2 or 4 and at
     /// most the warps, early items 0..=stages, wide 0 or 1 and 1 only with teams of two, ring
     /// slots 0..=8); anything else, `None`.
     pub fn parse(v: &str) -> Option<TmaGemv> {
@@ -511,7 +517,7 @@ impl TmaGemv {
         };
         ((2..=4).contains(&stages)
             && (1..=24).contains(&max_warps)
-            && item_rows <= 2
+            && (item_rows <= 2 || (item_rows == 3 && team == 2))
             && (1..=max_warps).contains(&min_warps)
             && matches!(team, 1 | 2 | 4)
             && team <= max_warps
@@ -674,6 +680,7 @@ impl CudaBackend {
             gemv_tma_launches: 0,
             gemv_tma_wide_launches: 0,
             gemv_tma_deep_launches: 0,
+            gemv_tma_rowsplit_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

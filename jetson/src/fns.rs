@@ -77,7 +77,7 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_tma2_t2` (two rows an item, teams of two warps), and
     /// `gemv_k_multi_tma1_t2_prenorm` (`_t2` that runs the previous branch end's deferred
     /// norms itself, kernels/norm.cu).
-    pub gemv_multi_tma: [CudaFunction; 12],
+    pub gemv_multi_tma: [CudaFunction; 13],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -153,6 +153,7 @@ impl Fns {
                 f("gemv_k_multi_tma1_t2_attn_gridnorm")?,
                 f("gemv_k_multi_tma2_t2")?,
                 f("gemv_k_multi_tma1_t2_prenorm")?,
+                f("gemv_k_multi_tma2_rs")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

@@ -67,7 +67,8 @@
 //! once its items are done, [`CudaBackend::gemv_next_bytes`]),
 //! `GLIMMER_GEMV_TMA` (sm_90: how the one-row multi-GEMVs stream whole weight rows into shared
 //! memory with the bulk-copy unit, `gemv_k_multi_tma*`, on by default; `0`: `gemv_k_multi`
-//! instead; [`TmaGemv`] says how, its 8th field a deeper first fill, [`TmaGemv::ring`]),
+//! instead; [`TmaGemv`] says how, its 8th field a deeper first fill, [`TmaGemv::ring`], rows
+//! 3 a row of each two-row item a warp of a team, [`TmaGemv::item_rows`]),
 //! `GLIMMER_NORM_CLUSTER` (blocks a cluster for the wide q8 norms, 16 by default on sm_90;
 //! `0`: one block, [`CudaBackend::norm_cluster`]), `GLIMMER_FLAG_HOP` (1: a one-row norm
 //! signals the GEMV after it through a counter instead of its grid's end,

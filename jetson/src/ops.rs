@@ -481,6 +481,7 @@ impl CudaBackend {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
                     (_, Some((k, _))) => k,
+                    (2, _) if l.rows == 2 && cfg.item_rows == 3 => 12,
                     (2, _) if l.rows == 2 => 10,
                     (2, _) => 4,
                     (4, _) => 5,
@@ -570,6 +571,7 @@ impl CudaBackend {
                 )?;
                 self.gemv_tma_launches += 1;
                 self.gemv_tma_wide_launches += u64::from(wide);
+                self.gemv_tma_rowsplit_launches += u64::from(k == 12);
                 return Ok(Some(blocks as u32));
             }
         }
@@ -1958,7 +1960,7 @@ pub fn tma_layout(cfg: TmaGemv, cols: usize, max_rb: usize, optin: u32) -> Optio
     };
     let rows = match cfg.item_rows {
         // Two rows an item with teams of two only where that costs no warps.
-        2 if team == 2 && fit(2).1 >= fit(1).1 => 2,
+        2 | 3 if team == 2 && fit(2).1 >= fit(1).1 => 2,
         _ if team > 1 => 1,
         1 | 2 => cfg.item_rows as usize,
         _ if fit(2).1 >= cfg.max_warps.min(6) as usize => 2,
@@ -2372,6 +2374,17 @@ mod tests {
             TmaGemv::parse("2:24:1:1:2:0:1:6"),
             Some(TmaGemv { ring: 6, ..d })
         );
+        // A row a warp of a team: two-row slots, as two rows an item with teams of two.
+        let split = TmaGemv::parse("2:24:3:1:2").unwrap();
+        assert_eq!(split.item_rows, 3);
+        let two = TmaGemv::parse("2:24:2:1:2").unwrap();
+        assert_eq!(
+            tma_layout(split, 6656, 3744, OPTIN),
+            tma_layout(two, 6656, 3744, OPTIN)
+        );
+        assert_eq!(tma_layout(split, 6656, 3744, OPTIN).unwrap().rows, 2);
+        assert_eq!(TmaGemv::parse("2:24:3:1:1"), None);
+        assert_eq!(TmaGemv::parse("2:24:3:1:4"), None);
     }
 
     /// The first shape measured (session 15): two slots, eight warps, rows an item by size.

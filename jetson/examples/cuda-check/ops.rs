@@ -693,6 +693,10 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             (3, 2, 1, 1, 0, 7),
             (2, 4, 1, 2, 1, 8),
             (2, 4, 1, 2, 0, 3),
+            // Two rows an item, a row a warp of each team of two (gemv_k_multi_tma2_rs).
+            (2, 24, 3, 2, 0, 0),
+            (2, 16, 3, 2, 1, 0),
+            (2, 4, 3, 2, 0, 0),
         ] {
             p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
                 stages,
@@ -715,6 +719,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 );
                 let before = p.cu.gemv_tma_launches;
                 let deep_before = p.cu.gemv_tma_deep_launches;
+                let split_before = p.cu.gemv_tma_rowsplit_launches;
                 ok &= check_matmul_many(&mut p, &mut rng, ws, 1, &label)?;
                 if p.cu.gemv_tma_launches != before + 1 {
                     println!("{label}: the bulk-copy kernel did not run  FAIL");
@@ -723,6 +728,11 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 let deep = p.cu.gemv_tma_deep_launches - deep_before;
                 if deep != u64::from(ring > stages) {
                     println!("{label}: {deep} launches with a deeper first ring  FAIL");
+                    ok = false;
+                }
+                let split = p.cu.gemv_tma_rowsplit_launches - split_before;
+                if split != u64::from(item_rows == 3) {
+                    println!("{label}: {split} launches with a row a warp  FAIL");
                     ok = false;
                 }
             }

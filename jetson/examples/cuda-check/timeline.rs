@@ -15,7 +15,7 @@ use glimmer_jetson::{BlockStamps, Gpu, TracedLaunch};
 use crate::bench::after_warm_steps;
 
 /// `Fns::gemv_multi_tma`'s kernels, by index.
-const KERNELS: [&str; 12] = [
+const KERNELS: [&str; 13] = [
     "tma2",
     "tma1",
     "tma2_probe",
@@ -28,6 +28,7 @@ const KERNELS: [&str; 12] = [
     "t2_attn_gridnorm",
     "tma2_t2",
     "t2_prenorm",
+    "tma2_rs",
 ];
 
 /// The stamps' points (`KT_TRACE_POINTS`): entry, waited, staged, first item, items done, end.
