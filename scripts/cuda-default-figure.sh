@@ -4,11 +4,7 @@
 # benches (graph decode twice each) and one full bench (per-matrix GEMV table, per-op costs).
 # Carries a stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh). Logs are tarred into
 # $OUT/logs.tgz.
-R=$OUT; OUT=/tmp/glimmer-logs; mkdir -p $OUT; export OUT
-M=/tmp/glimmer-models; export GLIMMER_CUDA_CACHE=$M/kernel-cache; mkdir -p $M
-chmod +x devcarry/*; . scripts/cuda-libs.sh
-C=devcarry/cuda-check
-nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
+. scripts/cuda-call-setup.sh
 STEP_TIMEOUT=60 TAIL=1 step synth-full $C synth --out $M/full.gguf --full
 for r in 1 2; do
   STEP_TIMEOUT=50 TAIL=0 step bench-def$r $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick

@@ -10,13 +10,9 @@
 # session 21 says why). Logs are tarred into $OUT/logs.tgz every 30 s
 # (a call returns at most eight files). Carries a stripped `cuda-check` in devcarry/ (see
 # scripts/cuda-perf.sh).
-R=$OUT; OUT=/tmp/glimmer-logs; mkdir -p $OUT; export OUT
+. scripts/cuda-call-setup.sh
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
 TP=$!
-M=/tmp/glimmer-models; export GLIMMER_CUDA_CACHE=$M/kernel-cache; mkdir -p $M
-chmod +x devcarry/*; . scripts/cuda-libs.sh
-C=devcarry/cuda-check
-nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 33; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
 STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
