@@ -820,6 +820,12 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     // bit 8 the items kept in flight once the ring's first fill is used up (0: `stages`).
     const int depth = (pre >> 8) ? (pre >> 8) : stages;
     pre &= 255;
+    // After item j is done with its slot: the item `depth` on, unless the first round asked for
+    // it already (item j + depth takes slot (j + depth) % stages, last used by item
+    // j + depth - stages <= j).
+    auto refill = [&](int j) {
+        if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
+    };
     if (leader) {
         for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
         mbar_init_fence();
@@ -868,7 +874,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
             }
             // The whole team is done with the slot (named barrier 1 + team).
             asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(32 * TEAM) : "memory");
-            if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
+            refill(j);
             continue;
         }
         float v[R];
@@ -899,11 +905,9 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
                 if (r < nr) o[row0 + r] = v[r];
             ep.post(s, row0, nr, v);
         }
-        // Every lane is done with the slot before it is refilled. Items below `stages` were
-        // all asked for in the first round; after that `depth` are kept in flight (item
-        // j + depth takes slot (j + depth) % stages, last used by item j + depth - stages <= j).
+        // Every lane is done with the slot before it is refilled.
         __syncwarp();
-        if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
+        refill(j);
     }
     // This team's items are done: its share of the next launch's first weights into L2.
     if (leader && nxt_bytes) kt_prefetch_next(nxt, nxt_bytes, team, teams);
@@ -919,26 +923,22 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
 // R = 2 rows an item (rows up to ~56 KiB a pair fit two slots a warp) and R = 1 (wider
 // rows: the FFN down projection), each with its probe. At most 24 warps a block, one block a
 // multiprocessor (the ring takes most of its shared memory).
-#define K_TMA_KERNEL(name, R, PROBE, TEAM)                                                                     \
+#define K_TMA_KERNEL(name, R, PROBE, TEAM, ROWSPLIT)                                                           \
     extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, KT_PARAMS) {                     \
         KtNoEp ep;                                                                                             \
-        gemv_k_multi_tma_body<R, PROBE, TEAM>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, \
-                                              e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep); \
+        gemv_k_multi_tma_body<R, PROBE, TEAM, KtNoEp, KtNoPro, ROWSPLIT>(                                      \
+            cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2, w3,   \
+            rb3, n3, t3, o3, pf, KT_ARGS, ep);                                                                 \
     }
-K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1)
-K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1)
-K_TMA_KERNEL(gemv_k_multi_tma2_probe, 2, true, 1)
-K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true, 1)
+K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1, false)
+K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1, false)
+K_TMA_KERNEL(gemv_k_multi_tma2_probe, 2, true, 1, false)
+K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true, 1, false)
 // Teams of two and four warps a ring, one row an item.
-K_TMA_KERNEL(gemv_k_multi_tma1_t2, 1, false, 2)
-K_TMA_KERNEL(gemv_k_multi_tma1_t4, 1, false, 4)
+K_TMA_KERNEL(gemv_k_multi_tma1_t2, 1, false, 2, false)
+K_TMA_KERNEL(gemv_k_multi_tma1_t4, 1, false, 4, false)
 // Teams of two warps a ring, two rows an item: each team's activation reads serve two rows
 // (`TmaGemv::item_rows` 2 with teams of two, where the two-row slots still give every warp).
-K_TMA_KERNEL(gemv_k_multi_tma2_t2, 2, false, 2)
+K_TMA_KERNEL(gemv_k_multi_tma2_t2, 2, false, 2, false)
 // The same rings, a row of each item a warp (ROWSPLIT; `TmaGemv::item_rows` 3).
-extern "C" __global__ void __launch_bounds__(768, 1) gemv_k_multi_tma2_rs(K_MULTI_PARAMS, KT_PARAMS) {
-    KtNoEp ep;
-    gemv_k_multi_tma_body<2, false, 2, KtNoEp, KtNoPro, true>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1,
-                                                             n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2, w3, rb3, n3,
-                                                             t3, o3, pf, KT_ARGS, ep);
-}
+K_TMA_KERNEL(gemv_k_multi_tma2_rs, 2, false, 2, true)

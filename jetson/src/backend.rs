@@ -220,7 +220,7 @@ pub struct CudaBackend {
     /// bench` measures no per-class costs with it (a dropped norm never signals).
     pub flag_hop: bool,
     /// The norm waiting for the next op under [`Self::flag_hop`].
-    pub(crate) flag_norm: Option<crate::ops::NormPtrs>,
+    pub(crate) flag_norm: Option<crate::ops::PendingNorm>,
     /// The flag hop's counter pair (two u32, zero between hops).
     pub(crate) hop_flag: DevMem,
     /// How many GEMVs waited on a norm's flag (checks read it).

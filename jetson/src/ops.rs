@@ -157,14 +157,26 @@ impl<'a, 'w> From<&BranchEnd<'a, 'w>> for NormArgs<'a, 'w> {
     }
 }
 
-/// A branch end's norms, deferred to the next op ([`NormFusion::Pre`]): the regions the op
-/// that takes them must keep clear of, and the norm launch that runs them otherwise.
+/// A norm deferred to the next op (a branch end's norms under [`NormFusion::Pre`], or one
+/// norm under [`CudaBackend::flag_hop`]): the regions the op that takes it must keep clear of,
+/// and the norm launch that runs it otherwise.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PendingNorm {
     x: Buf,
-    y: Buf,
+    y: Option<Buf>,
     out: Buf,
     ptrs: NormPtrs,
+}
+
+impl PendingNorm {
+    /// Whether a matmul of `rows` rows over `x` into `outs` can take this norm: one row over
+    /// the norm's output, every output clear of the norm's regions.
+    fn feeds(&self, x: Buf, rows: usize, outs: &[Buf]) -> bool {
+        let clear = |o: &Buf| {
+            o.disjoint(self.x) && self.y.is_none_or(|y| o.disjoint(y)) && o.disjoint(self.out)
+        };
+        rows == 1 && x == self.out && outs.iter().all(clear)
+    }
 }
 
 /// A one-row `attn_inputs` deferred into the attention after it ([`CudaBackend::fuse_prep`]):
@@ -525,7 +537,7 @@ impl CudaBackend {
                 let flag = match (self.flag_norm.take(), tma_tail, rows) {
                     (Some(np), None, 1) => {
                         let f = self.hop_flag.ptr();
-                        let n = self.launch_norm(np, 1, f)?;
+                        let n = self.launch_norm(np.ptrs, 1, f)?;
                         self.flag_hops += 1;
                         Some((f, n))
                     }
@@ -956,15 +968,16 @@ impl CudaBackend {
     /// One norm launch ([`NormArgs`]).
     fn norm(&mut self, a: NormArgs<'_, '_>) -> Result<(), CudaError> {
         self.qx = None;
+        let (x, y, out) = (a.x, a.y, a.out);
         match self.norm_ptrs(a)? {
             // One row that the q8 kernels take: waits for the next op ([`Self::flag_hop`]).
-            Some((p, 1))
+            Some((ptrs, 1))
                 if self.flag_hop
                     && self.gpu.compute_capability().0 >= 9
-                    && self.norm_fuses(p.dim, 1) =>
+                    && self.norm_fuses(ptrs.dim, 1) =>
             {
-                self.flag_norm = Some(p);
-                self.qx = Some((p.op, 1, p.dim));
+                self.flag_norm = Some(PendingNorm { x, y, out, ptrs });
+                self.qx = Some((ptrs.op, 1, ptrs.dim));
                 Ok(())
             }
             Some((p, rows)) => self.launch_norm(p, rows, 0).map(|_| ()),
@@ -1130,7 +1143,7 @@ impl CudaBackend {
     /// Runs the deferred norms, if any, as their own launch.
     fn flush_norm(&mut self) -> Result<(), CudaError> {
         if let Some(p) = self.flag_norm.take() {
-            self.launch_norm(p, 1, 0)?;
+            self.launch_norm(p.ptrs, 1, 0)?;
         }
         match self.pending_norm.take() {
             Some(p) => self.launch_norm(p.ptrs, 1, 0).map(|_| ()),
@@ -1188,13 +1201,9 @@ impl CudaBackend {
         rows: usize,
         outs: &[Buf],
     ) -> Result<bool, CudaError> {
-        let Some(p) = self.pending_norm else {
+        let Some(p) = self.pending_norm.filter(|p| p.feeds(x, rows, outs)) else {
             return Ok(false);
         };
-        let clear = |o: &Buf| o.disjoint(p.x) && o.disjoint(p.y) && o.disjoint(p.out);
-        if rows != 1 || x != p.out || !outs.iter().all(clear) {
-            return Ok(false);
-        }
         let n = p.ptrs;
         let (pw, peps) = n.post.unwrap_or((0, 0.0));
         let args = [
@@ -1230,19 +1239,7 @@ impl CudaBackend {
         rows: usize,
         outs: &[Buf],
     ) -> Result<bool, CudaError> {
-        let Some(p) = self.flag_norm else {
-            return Ok(false);
-        };
-        let at = |b: &Buf| self.at(*b);
-        let (xp, op) = (at(&x)?, p.op);
-        let mut clear = true;
-        for o in outs {
-            let a = at(o)?;
-            let end = a + 4 * o.len as u64;
-            let hit = |b: u64, len: usize| a < b + 4 * len as u64 && b < end;
-            clear &= !hit(p.xp, p.dim) && !hit(op, p.dim) && p.yp.is_none_or(|y| !hit(y, p.dim));
-        }
-        if rows != 1 || xp != op || !clear {
+        if !self.flag_norm.is_some_and(|p| p.feeds(x, rows, outs)) {
             return Ok(false);
         }
         let taken = self.matmul_multi(ws, x, 1, outs, None, None)?.is_some();
@@ -1276,7 +1273,7 @@ impl CudaBackend {
         self.qx = None;
         self.pending_norm = Some(PendingNorm {
             x: e.x,
-            y: e.y,
+            y: Some(e.y),
             out: e.out,
             ptrs,
         });
