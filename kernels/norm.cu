@@ -756,6 +756,70 @@ __device__ __forceinline__ double cluster_sum_f64(double s, double* part, double
 }
 #endif
 
+// NORM_CL_FAST (1, the default; 0: session 21's form, a measuring macro): each warp's
+// partial sums go straight into a slot of every cluster block's shared memory (one remote
+// store a lane), so that one cluster barrier, with no block barrier before or after it, meets
+// them; every warp then adds all the slots in the same order (lane l: slots l and l + 32, then
+// an xor butterfly, whose lanes all end with the same bits), so every block holds the same
+// totals. The norm in front of the add (PRE) takes no exchange of its own: its sum of squares
+// and the three sums that give the added row's, Σx², Σx·u and Σu² with u = y·pw (since
+// x + ys·u is the added row, Σ(x + ys·u)² = Σx² + 2·ys·Σx·u + ys²·Σu²), meet in the same
+// exchange. That sum is the row's up to rounding (f64 over f32 products, ~1e-8 relative;
+// the CPU rounds each added value to f32 first), far inside the norms' 1e-5 checks. Nothing
+// reads another block's shared memory after the barrier, so no barrier waits at the end.
+#ifndef NORM_CL_FAST
+#define NORM_CL_FAST 1
+#endif
+#define NORM_CL_WARPS (NORM_CL_THREADS / 32)
+// Seven blocks' worth of registers a multiprocessor (at most 72 a thread): a cluster block
+// must fit in what a running bulk-copy GEMV block (72 registers x 768 threads) leaves.
+#define NORM_CL_MIN_BLOCKS 7
+
+#if __CUDA_ARCH__ >= 900
+// Stores v at `p` (this block's shared-memory layout) in cluster block `rank`'s shared memory.
+__device__ __forceinline__ void st_cluster_f64(double* p, u32 rank, double v) {
+    u32 ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_u32(p)), "r"(rank));
+    asm volatile("st.shared::cluster.f64 [%0], %1;" ::"r"(ra), "d"(v) : "memory");
+}
+// The cluster barrier's halves: arriving (relaxed: nothing to publish) and waiting.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
+// The K sums of every thread's s[k] over the cluster, left in s (every thread of every block
+// the same bits), through `slots` (K × 64 doubles of each block's shared memory; at most 16
+// blocks of NORM_CL_WARPS warps). The caller arrived at the cluster barrier once at its start
+// (cluster_arrive_relaxed), so that no remote store lands before every block has started.
+template <int K>
+__device__ __forceinline__ void cluster_sums_fast(double (&s)[K], double* slots) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < K; ++k) s[k] += __shfl_xor_sync(FULL_MASK, s[k], o);
+    const u32 n = cluster_blocks();
+    const u32 slot = cluster_rank() * NORM_CL_WARPS + warp;
+    cluster_wait();
+    if (lane < n) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) st_cluster_f64(slots + 64 * k + slot, lane, s[k]);
+    }
+    cluster_sync_all();
+    const u32 m = n * NORM_CL_WARPS;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        const double* sk = slots + 64 * k;
+        s[k] = (lane < m ? sk[lane] : 0.0) + (lane + 32 < m ? sk[lane + 32] : 0.0);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < K; ++k) s[k] += __shfl_xor_sync(FULL_MASK, s[k], o);
+}
+#endif
+
 template <bool ADD, bool PRE>
 __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __restrict__ w, float* out, int dim,
                                             float eps, i8* __restrict__ q, float2* __restrict__ ds,
@@ -763,6 +827,8 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
 #if __CUDA_ARCH__ >= 900
     __shared__ double part[32];
     __shared__ double cl[2];
+    __shared__ double slots[NORM_CL_FAST ? (PRE ? 4 : 1) * 64 : 1];
+    if (NORM_CL_FAST) cluster_arrive_relaxed();
     const int n = (int)cluster_blocks();
     const int per = dim / n;
     const int base = (int)cluster_rank() * per;
@@ -784,31 +850,66 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
         xv[k] = j < per ? x[r0 + base + j] : 0.0f;
         yv[k] = ADD && j < per ? y[r0 + base + j] : 0.0f;
     }
-    if (PRE) {
-        double sy = 0.0;
+    float scale;
+    if (NORM_CL_FAST && PRE) {
+        // One exchange: Σy² (the branch norm's), and Σx², Σx·u, Σu² (u = y·pw) for the added
+        // row's (see NORM_CL_FAST).
+        double sv[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma unroll
-        for (int k = 0; k < NORM_CL_VALUES; ++k) sy += (double)(yv[k] * yv[k]);
-        const float ys = rms_scale(cluster_sum_f64(sy, part, cl, 0), dim, peps);
+        for (int k = 0; k < NORM_CL_VALUES; ++k) {
+            const double u = (double)yv[k] * (double)pv[k], xd = (double)xv[k];
+            sv[0] += (double)(yv[k] * yv[k]);
+            sv[1] += xd * xd;
+            sv[2] += xd * u;
+            sv[3] += u * u;
+        }
+        cluster_sums_fast(sv, slots);
+        const float ys = rms_scale(sv[0], dim, peps);
+        const double yd = (double)ys;
+        scale = rms_scale(fmax(sv[1] + 2.0 * yd * sv[2] + yd * yd * sv[3], 0.0), dim, eps);
 #pragma unroll
         for (int k = 0; k < NORM_CL_VALUES; ++k) {
             const int j = t + k * NORM_CL_THREADS;
+            yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), pv[k]);
+            xv[k] = __fadd_rn(xv[k], yv[k]);
             if (j < per) {
-                yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), pv[k]);
                 y[r0 + base + j] = yv[k];
+                x[r0 + base + j] = xv[k];
             }
         }
-    }
-    double s = 0.0;
+    } else {
+        if (PRE) {
+            double sy = 0.0;
 #pragma unroll
-    for (int k = 0; k < NORM_CL_VALUES; ++k) {
-        const int j = t + k * NORM_CL_THREADS;
-        if (ADD) {
-            xv[k] = __fadd_rn(xv[k], yv[k]);
-            if (j < per) x[r0 + base + j] = xv[k];
+            for (int k = 0; k < NORM_CL_VALUES; ++k) sy += (double)(yv[k] * yv[k]);
+            const float ys = rms_scale(cluster_sum_f64(sy, part, cl, 0), dim, peps);
+#pragma unroll
+            for (int k = 0; k < NORM_CL_VALUES; ++k) {
+                const int j = t + k * NORM_CL_THREADS;
+                if (j < per) {
+                    yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), pv[k]);
+                    y[r0 + base + j] = yv[k];
+                }
+            }
         }
-        s += (double)(xv[k] * xv[k]);
+        double s = 0.0;
+#pragma unroll
+        for (int k = 0; k < NORM_CL_VALUES; ++k) {
+            const int j = t + k * NORM_CL_THREADS;
+            if (ADD) {
+                xv[k] = __fadd_rn(xv[k], yv[k]);
+                if (j < per) x[r0 + base + j] = xv[k];
+            }
+            s += (double)(xv[k] * xv[k]);
+        }
+        if (NORM_CL_FAST) {
+            double sv[1] = {s};
+            cluster_sums_fast(sv, slots);
+            scale = rms_scale(sv[0], dim, eps);
+        } else {
+            scale = rms_scale(cluster_sum_f64(s, part, cl, 1), dim, eps);
+        }
     }
-    const float scale = rms_scale(cluster_sum_f64(s, part, cl, 1), dim, eps);
 #pragma unroll
     for (int k = 0; k < NORM_CL_VALUES; ++k) {
         const int j = t + k * NORM_CL_THREADS;
@@ -821,25 +922,25 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
             quantize_lane_q8(v, r0 + base + j, q, ds);
         }
     }
-    // No block leaves while another may still read its partials.
-    cluster_sync_all();
+    // No block leaves while another may still read its partials (session 21's form only).
+    if (!NORM_CL_FAST) cluster_sync_all();
     hop_signal(sig);
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
+extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS, NORM_CL_MIN_BLOCKS)
     rmsnorm_q8_cl(const float* x, const float* __restrict__ w, float* out, int dim, float eps, i8* __restrict__ q,
                   float2* __restrict__ ds, u32* sig) {
     cl_norm_row<false, false>(const_cast<float*>(x), nullptr, w, out, dim, eps, q, ds, nullptr, 0.0f, sig);
 }
 
-extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
+extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS, NORM_CL_MIN_BLOCKS)
     add_rmsnorm_q8_cl(float* x, const float* __restrict__ y, const float* __restrict__ w, float* out, int dim,
                       float eps, i8* __restrict__ q, float2* __restrict__ ds, u32* sig) {
     cl_norm_row<true, false>(x, const_cast<float*>(y), w, out, dim, eps, q, ds, nullptr, 0.0f, sig);
 }
 
-extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS)
+extern "C" __global__ void __launch_bounds__(NORM_CL_THREADS, NORM_CL_MIN_BLOCKS)
     norm_add_rmsnorm_q8_cl(float* x, float* y, const float* __restrict__ pw, float peps, const float* __restrict__ w,
                            float* out, int dim, float eps, i8* __restrict__ q, float2* __restrict__ ds, u32* sig) {
     cl_norm_row<true, true>(x, y, w, out, dim, eps, q, ds, pw, peps, sig);
