@@ -77,18 +77,6 @@ __device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const 
     return q4k_math(q, __ldg((const u32*)b), __ldg(s16 + p), __ldg(s16 + p + 2), __ldg(s16 + (p & 1)), c, a);
 }
 
-// 1 (the default; 0: session 21's form, a measuring macro): q4k_pair_math takes the high
-// nibbles without shifting them (one instruction fewer for each four values; the same bits).
-#ifndef K_Q4_HIMASK
-#define K_Q4_HIMASK 1
-#endif
-// dp4a of four unsigned bytes `a` with four signed bytes `b`, added to c.
-__device__ __forceinline__ int dp4a_us(u32 a, u32 b, int c) {
-    int d;
-    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-    return d;
-}
-
 // One Q4_K super-block pass of a lane: the two sub-blocks 2p, 2p+1 (p = lane & 3) of
 // super-block kb, all 64 of their values (32 quant bytes, two 16-byte loads), against
 // the activations x0..x3 (their 64 int8 values) and ds (d, d·sum of each): one header load
@@ -113,21 +101,6 @@ __device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, co
     s0 = __dp4a((int)(qb.y & M), (int)x1.y, s0);
     s0 = __dp4a((int)(qb.z & M), (int)x1.z, s0);
     s0 = __dp4a((int)(qb.w & M), (int)x1.w, s0);
-#if K_Q4_HIMASK
-    // The high nibbles in place (q & 0xF0F0F0F0: 16 times each value) through the unsigned x
-    // signed dp4a, so no shift: s1 is 16 times the sum, a multiple of 16 below 2^24 in size,
-    // and s1 * 1/16 in f32 is exactly the shifted form's (float)s1.
-    const u32 H = ~M;
-    s1 = dp4a_us(qa.x & H, x2.x, s1);
-    s1 = dp4a_us(qa.y & H, x2.y, s1);
-    s1 = dp4a_us(qa.z & H, x2.z, s1);
-    s1 = dp4a_us(qa.w & H, x2.w, s1);
-    s1 = dp4a_us(qb.x & H, x3.x, s1);
-    s1 = dp4a_us(qb.y & H, x3.y, s1);
-    s1 = dp4a_us(qb.z & H, x3.z, s1);
-    s1 = dp4a_us(qb.w & H, x3.w, s1);
-    const float f1 = (float)s1 * 0.0625f;
-#else
     s1 = __dp4a((int)((qa.x >> 4) & M), (int)x2.x, s1);
     s1 = __dp4a((int)((qa.y >> 4) & M), (int)x2.y, s1);
     s1 = __dp4a((int)((qa.z >> 4) & M), (int)x2.z, s1);
@@ -136,13 +109,11 @@ __device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, co
     s1 = __dp4a((int)((qb.y >> 4) & M), (int)x3.y, s1);
     s1 = __dp4a((int)((qb.z >> 4) & M), (int)x3.z, s1);
     s1 = __dp4a((int)((qb.w >> 4) & M), (int)x3.w, s1);
-    const float f1 = (float)s1;
-#endif
     const float d = h2f((u16)(h.x & 0xFFFFu));
     const float dmin = h2f((u16)(h.x >> 16));
     const float sc0 = (float)((sc >> sh) & 0xFFu), sc1 = (float)((sc >> (sh + 8)) & 0xFFu);
     const float m0 = (float)((mn >> sh) & 0xFFu), m1 = (float)((mn >> (sh + 8)) & 0xFFu);
-    return d * (sc0 * ds.x * (float)s0 + sc1 * ds.z * f1) - dmin * (m0 * ds.y + m1 * ds.w);
+    return d * (sc0 * ds.x * (float)s0 + sc1 * ds.z * (float)s1) - dmin * (m0 * ds.y + m1 * ds.w);
 }
 
 // Q6_K chunk c (0..8) of super-block kb: half h = c>>2, l0 = 16(c&3); ql bytes 64h + l0.. give

@@ -713,10 +713,9 @@ extern "C" __global__ void __launch_bounds__(768, 1)
 // once a GEMV block has left its multiprocessor. Here a cluster of n blocks (the launch's
 // cluster size, 2..=16; the host's `norm_cluster`) of NORM_CL_THREADS threads shares the row
 // (blockIdx.y): block r of the cluster takes the dim / n consecutive values from r·dim / n
-// (dim / n a multiple of 32, at most NORM_CL_THREADS · NORM_CL_VALUES). Each sum of squares is
-// the block's f64 sum, then the n blocks' partials read through distributed shared memory
-// after a cluster barrier and added in the same order in every block, so every block holds the
-// same total. The rest is rmsnorm_row's fast path, element for element.
+// (dim / n a multiple of 32, at most NORM_CL_THREADS · NORM_CL_VALUES). The sums of squares
+// are f64 and meet through distributed shared memory (cluster_sums, below), the same bits in
+// every block. The rest is rmsnorm_row's fast path, element for element.
 #define NORM_CL_THREADS 128
 #define NORM_CL_VALUES 8
 
@@ -736,27 +735,12 @@ __device__ __forceinline__ u32 cluster_blocks() {
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
     return r;
 }
-// The f64 at `p` (this block's shared memory) in the shared memory of cluster block `rank`.
-__device__ __forceinline__ double ld_cluster_f64(const double* p, u32 rank) {
-    u32 ra;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_u32(p)), "r"(rank));
-    double v;
-    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(ra) : "memory");
-    return v;
-}
-// The sum of every thread's `s` over the cluster, the same in every block: the block's sum
-// into slot `k` of `cl`, a cluster barrier, then warp 0 adds the blocks' slots (lane r reads
-// block r's; the same shuffle tree in every block).
-__device__ __forceinline__ double cluster_sum_f64(double s, double* part, double* cl, int k) {
-    const double b = block_sum_f64(s, part);
-    if (threadIdx.x == 0) cl[k] = b;
-    cluster_sync_all();
-    const u32 t = threadIdx.x;
-    return warp0_sum_to_block(t < cluster_blocks() ? ld_cluster_f64(cl + k, t) : 0.0, part);
-}
 #endif
 
-// NORM_CL_FAST (1, the default; 0: session 21's form, a measuring macro): each warp's
+// The sums meet in one exchange (session 22; session 21's form took a block sum, then a
+// cluster barrier, a block sum of the blocks' partials, and a last cluster barrier before the
+// blocks could leave, and the norm in front of the add had an exchange of its own: 138.2–138.6
+// against 140.7–141.2 tok/s on the H100's 30B-shape decode, BENCHMARKS.md): each warp's
 // partial sums go straight into a slot of every cluster block's shared memory (one remote
 // store a lane), so that one cluster barrier, with no block barrier before or after it, meets
 // them; every warp then adds all the slots in the same order (lane l: slots l and l + 32, then
@@ -767,9 +751,6 @@ __device__ __forceinline__ double cluster_sum_f64(double s, double* part, double
 // exchange. That sum is the row's up to rounding (f64 over f32 products, ~1e-8 relative;
 // the CPU rounds each added value to f32 first), far inside the norms' 1e-5 checks. Nothing
 // reads another block's shared memory after the barrier, so no barrier waits at the end.
-#ifndef NORM_CL_FAST
-#define NORM_CL_FAST 1
-#endif
 #define NORM_CL_WARPS (NORM_CL_THREADS / 32)
 // Seven blocks' worth of registers a multiprocessor (at most 72 a thread): a cluster block
 // must fit in what a running bulk-copy GEMV block (72 registers x 768 threads) leaves.
@@ -793,7 +774,7 @@ __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.w
 // blocks of NORM_CL_WARPS warps). The caller arrived at the cluster barrier once at its start
 // (cluster_arrive_relaxed), so that no remote store lands before every block has started.
 template <int K>
-__device__ __forceinline__ void cluster_sums_fast(double (&s)[K], double* slots) {
+__device__ __forceinline__ void cluster_sums(double (&s)[K], double* slots) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -825,10 +806,8 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
                                             float eps, i8* __restrict__ q, float2* __restrict__ ds,
                                             const float* __restrict__ pw, float peps, u32* sig) {
 #if __CUDA_ARCH__ >= 900
-    __shared__ double part[32];
-    __shared__ double cl[2];
-    __shared__ double slots[NORM_CL_FAST ? (PRE ? 4 : 1) * 64 : 1];
-    if (NORM_CL_FAST) cluster_arrive_relaxed();
+    __shared__ double slots[(PRE ? 4 : 1) * 64];
+    cluster_arrive_relaxed();
     const int n = (int)cluster_blocks();
     const int per = dim / n;
     const int base = (int)cluster_rank() * per;
@@ -851,9 +830,9 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
         yv[k] = ADD && j < per ? y[r0 + base + j] : 0.0f;
     }
     float scale;
-    if (NORM_CL_FAST && PRE) {
+    if (PRE) {
         // One exchange: Σy² (the branch norm's), and Σx², Σx·u, Σu² (u = y·pw) for the added
-        // row's (see NORM_CL_FAST).
+        // row's (see above). Values past `per` are zeros and add nothing.
         double sv[4] = {0.0, 0.0, 0.0, 0.0};
 #pragma unroll
         for (int k = 0; k < NORM_CL_VALUES; ++k) {
@@ -863,7 +842,7 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
             sv[2] += xd * u;
             sv[3] += u * u;
         }
-        cluster_sums_fast(sv, slots);
+        cluster_sums(sv, slots);
         const float ys = rms_scale(sv[0], dim, peps);
         const double yd = (double)ys;
         scale = rms_scale(fmax(sv[1] + 2.0 * yd * sv[2] + yd * yd * sv[3], 0.0), dim, eps);
@@ -878,21 +857,7 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
             }
         }
     } else {
-        if (PRE) {
-            double sy = 0.0;
-#pragma unroll
-            for (int k = 0; k < NORM_CL_VALUES; ++k) sy += (double)(yv[k] * yv[k]);
-            const float ys = rms_scale(cluster_sum_f64(sy, part, cl, 0), dim, peps);
-#pragma unroll
-            for (int k = 0; k < NORM_CL_VALUES; ++k) {
-                const int j = t + k * NORM_CL_THREADS;
-                if (j < per) {
-                    yv[k] = __fmul_rn(__fmul_rn(yv[k], ys), pv[k]);
-                    y[r0 + base + j] = yv[k];
-                }
-            }
-        }
-        double s = 0.0;
+        double sv[1] = {0.0};
 #pragma unroll
         for (int k = 0; k < NORM_CL_VALUES; ++k) {
             const int j = t + k * NORM_CL_THREADS;
@@ -900,15 +865,10 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
                 xv[k] = __fadd_rn(xv[k], yv[k]);
                 if (j < per) x[r0 + base + j] = xv[k];
             }
-            s += (double)(xv[k] * xv[k]);
+            sv[0] += (double)(xv[k] * xv[k]);
         }
-        if (NORM_CL_FAST) {
-            double sv[1] = {s};
-            cluster_sums_fast(sv, slots);
-            scale = rms_scale(sv[0], dim, eps);
-        } else {
-            scale = rms_scale(cluster_sum_f64(s, part, cl, 1), dim, eps);
-        }
+        cluster_sums(sv, slots);
+        scale = rms_scale(sv[0], dim, eps);
     }
 #pragma unroll
     for (int k = 0; k < NORM_CL_VALUES; ++k) {
@@ -922,8 +882,6 @@ __device__ __forceinline__ void cl_norm_row(float* x, float* y, const float* __r
             quantize_lane_q8(v, r0 + base + j, q, ds);
         }
     }
-    // No block leaves while another may still read its partials (session 21's form only).
-    if (!NORM_CL_FAST) cluster_sync_all();
     hop_signal(sig);
 #endif
 }

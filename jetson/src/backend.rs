@@ -255,8 +255,10 @@ pub struct CudaBackend {
     /// GEMV block, their sums meeting in distributed shared memory.
     /// `$GLIMMER_NORM_CLUSTER` (0 or 1: off); default 16, measured on the H100 in session 21
     /// (BENCHMARKS.md): 137.4–138.2 → 138.4–138.8 tok/s on the 30B shape over four
-    /// alternating rounds in two calls (clusters of 8: no gain). The step is not the norm's
-    /// body but the two grid hops around it, which this leaves.
+    /// alternating rounds in two calls (clusters of 8: no gain); then, with the sums of each
+    /// norm meeting in one exchange and no block barrier (session 22, kernels/norm.cu),
+    /// 138.2–138.6 → 140.7–141.2 tok/s in one call. Most of what a norm adds to a step is
+    /// still the two grid hops around it.
     pub norm_cluster: u32,
     /// How many norms ran over a cluster ([`Self::norm_cluster`]; checks read it).
     pub cluster_norms: u64,
