@@ -269,9 +269,14 @@ struct AttnQ {
 // nothing where sp is not below the split count for row r's visible length. One worker
 // (thread t of ATT_THREADS, barrier `bar`, shared memory `sm`); it may take another item after
 // this returns.
-template <class Stage = AttnQ>
+// CL (attn_split_cl, below; `cl` its shared memory): the partial goes into the shared memory of
+// the cluster blocks that merge it instead of `part` / `ml`, and nothing is merged here.
+struct AttnClSmem;
+__device__ __forceinline__ void attn_cl_store(AttnClSmem* cl, int sp, int head_dim_v, int t, int d, float o, float mx,
+                                              float lsum);
+template <class Stage = AttnQ, bool CL = false>
 __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int r, int t, int bar, AttnSmem& sm,
-                                          const Stage& st = Stage()) {
+                                          const Stage& st = Stage(), AttnClSmem* cl = nullptr) {
     const int lane = t & 31, wid = t >> 5;
     const u32 p = pos[r];
     int first, n;
@@ -354,8 +359,10 @@ __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int 
         float o = 0.0f;
 #pragma unroll
         for (int w = 0; w < ATT_WARPS; ++w) o += sm.wacc[w][d] * f[w];
-        part[idx * head_dim_v + d] = o;
+        if (CL) attn_cl_store(cl, sp, head_dim_v, t, d, o, mx, lsum);
+        else part[idx * head_dim_v + d] = o;
     }
+    if (CL) return;
     if (t == 0) ml[idx] = make_float2(mx, lsum);
 
     // The last split of this query and head to finish merges all of them (a ticket: each
@@ -379,6 +386,67 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     attn_item(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v, scale,
               window, max_splits, min_keys, part, ml, done, out, gate, q8, ds8, blockIdx.x, blockIdx.y, blockIdx.z,
               threadIdx.x, 0, sm);
+}
+
+// ---- Decode attention over a thread-block cluster (sm_90) ----
+// attn_split_cl (one row; grid (c, n_head), clusters of c blocks along x: c = the host's
+// `attn_cluster`, 2..=16, with head_dim_v a multiple of 32 and at most 32·c): block s of head
+// h's cluster takes split s of the keys, at most c splits (attn_item with max_splits = c), but
+// its partial meets the others' in distributed shared memory instead of global memory and a
+// ticket: its (max, sum) goes into the shared memory of every block that merges, and each 32
+// dims of its partial output into the block that merges those dims (block d / 32 of the
+// cluster); after one cluster barrier, the first warp of each of those head_dim_v / 32 blocks
+// merges its 32 dims, gates them and quantizes them (one q8_1 block). No fence, no atomic
+// ticket, no L2 round trip for the partials, and the merge is a warp's, not a block's.
+#define ATT_CL_MAX 16
+struct AttnClSmem {
+    float part[ATT_CL_MAX][32];
+    float2 ml[ATT_CL_MAX];
+};
+__device__ __forceinline__ void attn_cl_store(AttnClSmem* cl, int sp, int head_dim_v, int t, int d, float o, float mx,
+                                              float lsum) {
+#if __CUDA_ARCH__ >= 900
+    // d == t on the first pass (ATT_THREADS >= 32 · owners is not assumed: every d is stored).
+    st_cluster_f32(&cl->part[sp][d & 31], (u32)(d >> 5), o);
+    if (d == t && t < (head_dim_v >> 5)) st_cluster_f32x2(&cl->ml[sp], (u32)t, make_float2(mx, lsum));
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(ATT_THREADS)
+    attn_split_cl(ATTN_SPLIT_PARAMS, const u8* __restrict__ nextw, u64 next_bytes) {
+#if __CUDA_ARCH__ >= 900
+    l2_prefetch_share(nextw, next_bytes);
+    cluster_arrive_relaxed();
+    pdl_begin_small();
+    __shared__ AttnSmem sm;
+    __shared__ AttnClSmem cl;
+    const int c = (int)cluster_blocks(), sp = (int)cluster_rank(), h = blockIdx.y, t = threadIdx.x;
+    // Every block of the cluster has started: remote stores may land.
+    cluster_wait();
+    attn_item<AttnQ, true>(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v,
+                           scale, window, c, min_keys, part, ml, done, out, gate, q8, ds8, h, sp, 0, t, 0, sm, AttnQ(),
+                           &cl);
+    cluster_sync_all();
+    // The merge: block sp's first warp takes dims 32·sp .. 32·sp + 31 (lane l: one dim).
+    if (sp >= (head_dim_v >> 5) || t >= 32) return;
+    int first, n;
+    visible(pos[0], window, &first, &n);
+    const int ns = splits_for(n, c, min_keys);
+    float mx = NEG_INF;
+    for (int s = 0; s < ns; ++s) mx = fmaxf(mx, cl.ml[s].x);
+    float lsum = 0.0f, o = 0.0f;
+    for (int s = 0; s < ns; ++s) {
+        const float2 v = cl.ml[s];
+        const float e = v.x == NEG_INF ? 0.0f : expf(v.x - mx);
+        lsum += v.y * e;
+        o += cl.part[s][t] * e;
+    }
+    const size_t e = (size_t)h * head_dim_v + 32 * sp + t;
+    float y = o * (1.0f / lsum);
+    if (gate) y *= 1.0f / (1.0f + expf(-gate[e]));
+    out[e] = y;
+    if (q8) quantize_lane_q8(y, e, q8, ds8);
+#endif
 }
 
 // ---- Attention in front of the output projection (one launch) ----

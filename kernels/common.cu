@@ -239,6 +239,52 @@ __device__ __forceinline__ int q8_lane(float v, float* d) {
     return amax == 0.0f ? 0 : __float2int_rn(v / *d);
 }
 
+// The shared-memory address of a generic pointer into shared memory.
+__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+#if __CUDA_ARCH__ >= 900
+// ---- Thread-block clusters (sm_90): the cluster norms (norm.cu) and attention (attention.cu) ----
+// Every thread of the cluster arrives (its earlier shared-memory writes, its own and remote,
+// released to the cluster) and waits for all the others.
+__device__ __forceinline__ void cluster_sync_all() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The cluster barrier's halves: arriving (relaxed: nothing to publish) and waiting. A kernel
+// that stores into other blocks' shared memory arrives at its start and waits just before
+// its first remote store, so that none lands before every block of the cluster has started.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ u32 cluster_blocks() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+    return r;
+}
+// `p` (this block's shared-memory layout) in cluster block `rank`'s shared memory.
+__device__ __forceinline__ u32 cluster_addr(const void* p, u32 rank) {
+    u32 ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_u32(p)), "r"(rank));
+    return ra;
+}
+// Stores v at `p` in cluster block `rank`'s shared memory.
+__device__ __forceinline__ void st_cluster_f64(double* p, u32 rank, double v) {
+    asm volatile("st.shared::cluster.f64 [%0], %1;" ::"r"(cluster_addr(p, rank)), "d"(v) : "memory");
+}
+__device__ __forceinline__ void st_cluster_f32(float* p, u32 rank, float v) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(cluster_addr(p, rank)), "f"(v) : "memory");
+}
+__device__ __forceinline__ void st_cluster_f32x2(float2* p, u32 rank, float2 v) {
+    asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(cluster_addr(p, rank)), "f"(v.x), "f"(v.y)
+                 : "memory");
+}
+#endif
+
 // Quantizes v, one element of a q8_1 block of 32 held by the calling warp (lane l holds element
 // l of the block starting at element `e - lane`), into q/ds as `quantize_q8_1` does.
 __device__ __forceinline__ void quantize_lane_q8(float v, size_t e, i8* __restrict__ q, float2* __restrict__ ds) {

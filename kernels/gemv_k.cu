@@ -547,8 +547,6 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_k_multi_b4(K_MULTI_PAR
 // warps a ring (`TmaGemv::DEFAULT`; H200 30B-shape decode 144.9 -> 164.8 tok/s, BENCHMARKS.md).
 #define KT_BAR_BYTES 2048
 
-__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
-
 #if __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void mbar_init(u64* bar, u32 count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");

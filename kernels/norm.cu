@@ -719,23 +719,6 @@ extern "C" __global__ void __launch_bounds__(768, 1)
 #define NORM_CL_THREADS 128
 #define NORM_CL_VALUES 8
 
-#if __CUDA_ARCH__ >= 900
-// Every thread of the cluster arrives (its earlier shared-memory writes released to the
-// cluster) and waits for all the others.
-__device__ __forceinline__ void cluster_sync_all() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ u32 cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-__device__ __forceinline__ u32 cluster_blocks() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-    return r;
-}
-#endif
 
 // The sums meet in one exchange (session 22; session 21's form took a block sum, then a
 // cluster barrier, a block sum of the blocks' partials, and a last cluster barrier before the
@@ -757,18 +740,6 @@ __device__ __forceinline__ u32 cluster_blocks() {
 #define NORM_CL_MIN_BLOCKS 7
 
 #if __CUDA_ARCH__ >= 900
-// Stores v at `p` (this block's shared-memory layout) in cluster block `rank`'s shared memory.
-__device__ __forceinline__ void st_cluster_f64(double* p, u32 rank, double v) {
-    u32 ra;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_u32(p)), "r"(rank));
-    asm volatile("st.shared::cluster.f64 [%0], %1;" ::"r"(ra), "d"(v) : "memory");
-}
-// The cluster barrier's halves: arriving (relaxed: nothing to publish) and waiting.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
-
 // The K sums of every thread's s[k] over the cluster, left in s (every thread of every block
 // the same bits), through `slots` (K × 64 doubles of each block's shared memory; at most 16
 // blocks of NORM_CL_WARPS warps). The caller arrived at the cluster barrier once at its start

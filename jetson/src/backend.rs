@@ -262,6 +262,16 @@ pub struct CudaBackend {
     pub norm_cluster: u32,
     /// How many norms ran over a cluster ([`Self::norm_cluster`]; checks read it).
     pub cluster_norms: u64,
+    /// Blocks a head for one-row (decode) attention over a thread-block cluster (2..=16 on
+    /// compute capability 9.0 and later, where each value head is whole warps and at most
+    /// 32 dims a block; else, or 0 / 1, `attn_split`'s splits): `attn_split_cl`
+    /// (kernels/attention.cu) takes at most that many splits of a head's keys, one a block,
+    /// and merges them in distributed shared memory after one cluster barrier instead of
+    /// through global memory and a ticket. `$GLIMMER_ATTN_CLUSTER` (0 or 1: off); default 16.
+    pub attn_cluster: u32,
+    /// How many attention launches ran over clusters ([`Self::attn_cluster`]; checks read
+    /// it).
+    pub cluster_attns: u64,
     /// The `attn_inputs` waiting for the next op ([`Self::fuse_prep`]): `None` between ops
     /// unless the last op was a one-row `attn_inputs` that deferred itself.
     pub(crate) pending_prep: Option<crate::ops::PendingPrep>,
@@ -400,6 +410,19 @@ pub fn gemv_prefetch_default() -> (u64, u32) {
         .ok()
         .and_then(|v| parse_prefetch(&v))
         .unwrap_or((0, 0))
+}
+
+/// A cluster size from `$name`: unset, 16; a number in 2..=16, that; anything else, 0 (off).
+fn cluster_from_env(name: &str) -> u32 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (2..=16).contains(n))
+            .unwrap_or(0),
+        Err(_) => 16,
+    }
 }
 
 /// How the bulk-copy multi-GEMVs (`gemv_k_multi_tma*`, kernels/gemv_k.cu) are launched: each
@@ -649,16 +672,10 @@ impl CudaBackend {
             fuse_qk: env_on("GLIMMER_FUSE_QK"),
             fused_qk: 0,
             fuse_prep: env_on("GLIMMER_FUSE_PREP"),
-            norm_cluster: match std::env::var("GLIMMER_NORM_CLUSTER") {
-                Ok(v) => v
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (2..=16).contains(n))
-                    .unwrap_or(0),
-                Err(_) => 16,
-            },
+            norm_cluster: cluster_from_env("GLIMMER_NORM_CLUSTER"),
             cluster_norms: 0,
+            attn_cluster: cluster_from_env("GLIMMER_ATTN_CLUSTER"),
+            cluster_attns: 0,
             pending_prep: None,
             fused_prep: 0,
             attn_prefetch_bytes: std::env::var("GLIMMER_ATTN_PREFETCH")

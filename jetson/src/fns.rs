@@ -105,6 +105,9 @@ pub(crate) struct Fns {
     pub argmax: CudaFunction,
     pub kv_store: CudaFunction,
     pub attn_split: CudaFunction,
+    /// `attn_split` over a thread-block cluster a head (one row; kernels/attention.cu,
+    /// [`crate::CudaBackend::attn_cluster`]).
+    pub attn_split_cl: CudaFunction,
     /// `attn_split` with a deferred one-row `attn_inputs` in it (kernels/attn_inputs.cu).
     pub attn_split_prep: CudaFunction,
     pub copy_u128: CudaFunction,
@@ -180,6 +183,7 @@ impl Fns {
             argmax: f("argmax_f32")?,
             kv_store: f("kv_store_f16")?,
             attn_split: f("attn_split")?,
+            attn_split_cl: f("attn_split_cl")?,
             attn_split_prep: f("attn_split_prep")?,
             copy_u128: f("copy_u128")?,
         })

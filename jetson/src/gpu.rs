@@ -84,8 +84,9 @@ impl Gpu {
                     smem_optin as i32,
                 )?;
             }
-            // Clusters of up to 16 blocks for the cluster norms (8 is the portable limit).
-            for f in &fns.norm_cl {
+            // Clusters of up to 16 blocks for the cluster norms and attention (8 is the
+            // portable limit).
+            for f in fns.norm_cl.iter().chain([&fns.attn_split_cl]) {
                 f.set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
                     1,

@@ -70,7 +70,12 @@ struct AttnLaunch {
     rows: usize,
     cols: usize,
     q8: bool,
+    /// Dims of each value head.
+    head_dim_v: usize,
 }
+
+/// Most blocks a head `attn_split_cl` takes (`ATT_CL_MAX`, kernels/attention.cu).
+const ATT_CL_MAX: u32 = 16;
 
 /// What a one-row multi-GEMV launch does besides the matmuls: the norms after a branch
 /// (`matmul_norm_fused`: one matrix) or, with the bulk-copy kernel, `attn_inputs`
@@ -1398,6 +1403,7 @@ impl CudaBackend {
             rows,
             cols,
             q8,
+            head_dim_v: p.head_dim_v,
         }))
     }
 
@@ -1413,13 +1419,33 @@ impl CudaBackend {
         }
     }
 
-    /// The `attn_split` launch of [`Self::attn_args`]' making.
+    /// The `attn_split` launch of [`Self::attn_args`]' making, or at one row `attn_split_cl`
+    /// over clusters of [`CudaBackend::attn_cluster`] blocks a head where that is on and the
+    /// heads' values are whole warps that many blocks can merge (kernels/attention.cu).
     fn launch_attn(&mut self, a: &AttnLaunch) -> Result<(), CudaError> {
         let mut all = [Arg::I(0); ATT_ARGS + 2];
         all[..ATT_ARGS].copy_from_slice(&a.args);
         all[ATT_ARGS..].copy_from_slice(&self.attn_next_args(a.rows));
-        self.gpu
-            .launch(raw(&self.gpu.fns().attn_split), a.grid, 128, &all)?;
+        let c = self.attn_cluster;
+        let cluster = a.rows == 1
+            && (2..=ATT_CL_MAX).contains(&c)
+            && self.gpu.compute_capability().0 >= 9
+            && a.head_dim_v.is_multiple_of(32)
+            && a.head_dim_v <= 32 * c as usize;
+        if cluster {
+            self.gpu.launch_ex(
+                raw(&self.gpu.fns().attn_split_cl),
+                (c, a.grid.0, 1),
+                128,
+                0,
+                c,
+                &all,
+            )?;
+            self.cluster_attns += 1;
+        } else {
+            self.gpu
+                .launch(raw(&self.gpu.fns().attn_split), a.grid, 128, &all)?;
+        }
         if a.q8 {
             self.qx = Some((a.out, a.rows, a.cols));
         }

@@ -287,7 +287,7 @@ pub fn run(
         "add_rmsnorm_q8_cl",
         "norm_add_rmsnorm_q8_cl",
     ];
-    const ATTN: &[&str] = &["attn_split"];
+    const ATTN: &[&str] = &["attn_split", "attn_split_cl"];
     const PREP: &[&str] = &["attn_inputs"];
     const ACT: &[&str] = &["gated_act_q8", "gated_silu_f32", "gated_gelu_tanh_f32"];
     const QUANT: &[&str] = &["quantize_q8_1"];

@@ -1232,16 +1232,43 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
             (184..200).collect(),
         ),
     ];
+    // Decode over clusters of 16, 4 and 2 blocks a head (attn_split_cl: HEAD / 32 = 2 blocks
+    // merge) and without (attn_split's splits and ticket), counted; prefill never clusters.
+    let cluster_default = p.cu.attn_cluster;
+    let sm90 = p.cu.gpu().compute_capability().0 >= 9;
     for (name, layer, window, pos) in cases {
         let prm = attn_params(layer, window);
         let q = buf(C, pos.len() * N_HEAD * HEAD);
         let out = buf(D, pos.len() * N_HEAD * HEAD);
         p.put(q, &rng.vec(q.len, 1.0))?;
-        p.poison(out)?;
-        p.run(|b| b.b_attention(&prm, q, &pos, out))?;
-        // The CPU rounds the softmax weights to f16; the device keeps them in f32.
-        ok &= p.check(name, out, 5e-3)?;
+        let sizes: &[u32] = if pos.len() == 1 {
+            &[16, 4, 2, 0]
+        } else {
+            &[16]
+        };
+        for &cl in sizes {
+            p.cu.attn_cluster = cl;
+            let before = p.cu.cluster_attns;
+            p.poison(out)?;
+            p.run(|b| b.b_attention(&prm, q, &pos, out))?;
+            let tag = match (pos.len(), cl) {
+                (1, 0) => format!("{name}_splits"),
+                (1, _) => format!("{name}_cluster{cl}"),
+                _ => name.to_owned(),
+            };
+            let want = u64::from(pos.len() == 1 && cl >= 2 && sm90);
+            if p.cu.cluster_attns - before != want {
+                println!(
+                    "{tag}: {} cluster attention launches, expected {want}  FAIL",
+                    p.cu.cluster_attns - before
+                );
+                ok = false;
+            }
+            // The CPU rounds the softmax weights to f16; the device keeps them in f32.
+            ok &= p.check(&tag, out, 5e-3)?;
+        }
     }
+    p.cu.attn_cluster = cluster_default;
 
     // The Q/K norms, RoPE and the KV store in one call, on both layers, then attention over
     // what it stored: with per-head norms (gains) and partial half-split RoPE, and with

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On the device machine (see /work/.library/device): session 22's second call. Decode attention
+# over thread-block clusters (`attn_split_cl`, kernels/attention.cu; the new default, 16 blocks
+# a head) against clusters of 8 and against `attn_split`'s splits and ticket
+# (GLIMMER_ATTN_CLUSTER=0), and the one-exchange cluster norms at 8 blocks
+# (GLIMMER_NORM_CLUSTER=8): every kernel check (`cuda-check ops`), e2e on the 4-layer `mid`
+# model, the 30B-shape decode benches alternating, then the launch timeline with weight copies
+# (the gap before the output projection holds attn_inputs and attention). Logs are tarred into
+# $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/ (see
+# scripts/cuda-perf.sh).
+. scripts/cuda-call-setup.sh
+( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
+TP=$!
+STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 35; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+grep -E "^attn_decode" $OUT/ops.log | cut -c1-150
+STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-a0 env GLIMMER_ATTN_CLUSTER=0 $C e2e --model $M/mid.gguf --tokens 48
+grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
+STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+for r in 1 2; do
+  for v in def a8 a0 n8; do
+    case $v in def) E=X=1;; a8) E=GLIMMER_ATTN_CLUSTER=8;; a0) E=GLIMMER_ATTN_CLUSTER=0;; n8) E=GLIMMER_NORM_CLUSTER=8;; esac
+    STEP_TIMEOUT=60 TAIL=0 step bench-$v$r env $E $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
+    grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v$r.log | sed 's/PDL.*launches)//' | head -7
+  done
+done
+for v in def a0; do
+  case $v in def) E=X=1;; a0) E=GLIMMER_ATTN_CLUSTER=0;; esac
+  STEP_TIMEOUT=50 TAIL=0 step tl-$v env $E GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
+  echo "== with copies, $v ($E)"; grep -E "sums|^  shape" $OUT/tl-$v.log
+done
+kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
