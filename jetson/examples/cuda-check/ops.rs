@@ -1483,7 +1483,9 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 p.poison(out2)?;
                 p.run(|b| b.b_attention(&prm, q2, &pos, out2))?;
                 ok &= p.check(&format!("{tag}_cache"), out2, 5e-3)?;
-                // The two launches, device only, from the same inputs.
+                // The two launches, device only, from the same inputs, with attention as
+                // attn_split takes it (the prep kernel's splits and merge; attn_split_cl
+                // merges in another order).
                 for (b, x) in [q, k, v, gate].into_iter().zip(&inputs) {
                     p.cu.write(b, x).map_err(|e| e.to_string())?;
                 }
@@ -1491,11 +1493,13 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     .map_err(|e| e.to_string())?;
                 p.cu.attn_inputs(&prep, q, k, v, &pos)
                     .map_err(|e| e.to_string())?;
-                match gated {
+                let cluster = std::mem::replace(&mut p.cu.attn_cluster, 0);
+                let r = match gated {
                     true => p.cu.attention_gated(&prm, q, &pos, gate, out),
                     false => p.cu.attention(&prm, q, &pos, out),
-                }
-                .map_err(|e| e.to_string())?;
+                };
+                p.cu.attn_cluster = cluster;
+                r.map_err(|e| e.to_string())?;
                 let mut apart = vec![0f32; out.len];
                 p.cu.read(out, &mut apart).map_err(|e| e.to_string())?;
                 let same = fused

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# On the device machine (see /work/.library/device): session 22's third call. Every kernel
+# check (`cuda-check ops`, after the fix to the prep kernel's bitwise check, which must compare
+# against attn_split, not the cluster attention), e2e on the 4-layer `mid` model, then the
+# 30B-shape decode with the cluster attention (the default) and without (GLIMMER_ATTN_CLUSTER=0)
+# at 512 keys and at 3 000 (ctx 4 096: the sliding layers see 2 048 keys, the global ones
+# ~3 000, where 16 splits a head take ~190 keys each against attn_split's 33 of ~90). Logs are
+# tarred into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
+. scripts/cuda-call-setup.sh
+( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
+TP=$!
+STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 36; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+grep -E "^attn_prep.*bitwise" $OUT/ops.log
+STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
+grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
+STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+for pf in 512 3000; do
+  for v in def a0; do
+    case $v in def) E=X=1;; a0) E=GLIMMER_ATTN_CLUSTER=0;; esac
+    STEP_TIMEOUT=100 TAIL=0 step bench-$v-$pf env $E $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
+    grep -E "prefill|decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -8
+  done
+done
+kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
