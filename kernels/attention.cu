@@ -8,7 +8,9 @@
 // Attention is split-K flash decoding: attn_split (grid: n_head, max_splits, rows) gives each
 // block a contiguous range of the keys visible to its query and writes an unnormalized partial
 // output with its running max and sum; the last split of each query and head to finish merges
-// the partials (combine_head), so attention is one launch.
+// the partials (combine_head), so attention is one launch. At one row on sm_90 the default is
+// attn_split_cl instead (below): a head's splits in one thread-block cluster, merged in
+// distributed shared memory after a cluster barrier (no ticket, no L2 round trips).
 // The number of splits actually used depends on the visible length (at least min_keys keys
 // per split), computed on the device from the position, so one graph serves every length.
 // Heads of 64, 128 or 256 dims take split_keys_wide: several lanes share a key with 16-byte

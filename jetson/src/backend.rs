@@ -267,7 +267,10 @@ pub struct CudaBackend {
     /// 32 dims a block; else, or 0 / 1, `attn_split`'s splits): `attn_split_cl`
     /// (kernels/attention.cu) takes at most that many splits of a head's keys, one a block,
     /// and merges them in distributed shared memory after one cluster barrier instead of
-    /// through global memory and a ticket. `$GLIMMER_ATTN_CLUSTER` (0 or 1: off); default 16.
+    /// through global memory and a ticket. `$GLIMMER_ATTN_CLUSTER` (0 or 1: off); default 16,
+    /// measured on the H100 in session 22 (BENCHMARKS.md): 141.7–141.8 → 142.9–143.0 tok/s on
+    /// the 30B shape at 515 keys (attention 0.47 → 0.40 ms a token); clusters of 8 lose
+    /// (141.1–141.3: each block's walk over its keys gets longer than the merge saves).
     pub attn_cluster: u32,
     /// How many attention launches ran over clusters ([`Self::attn_cluster`]; checks read
     /// it).
