@@ -8,9 +8,10 @@
 // Attention is split-K flash decoding: attn_split (grid: n_head, max_splits, rows) gives each
 // block a contiguous range of the keys visible to its query and writes an unnormalized partial
 // output with its running max and sum; the last split of each query and head to finish merges
-// the partials (combine_head), so attention is one launch. At one row on sm_90 the default is
-// attn_split_cl instead (below): a head's splits in one thread-block cluster, merged in
-// distributed shared memory after a cluster barrier (no ticket, no L2 round trips).
+// the partials (combine_head), so attention is one launch. At one row on sm_90, attn_split_cl
+// (below, the host's `attn_cluster`) puts a short row's splits in one thread-block cluster a
+// head, merged in distributed shared memory after a cluster barrier (no ticket, no L2 round
+// trips).
 // The number of splits actually used depends on the visible length (at least min_keys keys
 // per split), computed on the device from the position, so one graph serves every length.
 // Heads of 64, 128 or 256 dims take split_keys_wide: several lanes share a key with 16-byte
@@ -391,15 +392,21 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
 }
 
 // ---- Decode attention over a thread-block cluster (sm_90) ----
-// attn_split_cl (one row; grid (c, n_head), clusters of c blocks along x: c = the host's
-// `attn_cluster`, 2..=16, with head_dim_v a multiple of 32 and at most 32·c): block s of head
-// h's cluster takes split s of the keys, at most c splits (attn_item with max_splits = c), but
-// its partial meets the others' in distributed shared memory instead of global memory and a
-// ticket: its (max, sum) goes into the shared memory of every block that merges, and each 32
-// dims of its partial output into the block that merges those dims (block d / 32 of the
-// cluster); after one cluster barrier, the first warp of each of those head_dim_v / 32 blocks
-// merges its 32 dims, gates them and quantizes them (one q8_1 block). No fence, no atomic
-// ticket, no L2 round trip for the partials, and the merge is a warp's, not a block's.
+// attn_split_cl (one row; grid (c·k, n_head), clusters of c blocks along x: c = the host's
+// `attn_cluster`, 2..=16, with head_dim_v a multiple of 32 and at most 32·c; k = the host's
+// decode split count over c, rounded up). Where the row's visible keys are at most `cl_keys`,
+// the first cluster of each head takes them in at most c splits, one a block (attn_item with
+// max_splits = c), and its partials meet in distributed shared memory instead of global memory
+// and a ticket: each block stores its (max, sum) into the shared memory of every block that
+// merges, and each 32 dims of its partial output into the block that merges those dims (block
+// d / 32 of the cluster); after one cluster barrier, the first warp of each of those
+// head_dim_v / 32 blocks merges its 32 dims, gates them and quantizes them (one q8_1 block). No
+// fence, no atomic ticket, no L2 round trip for the partials, and the merge is a warp's, not a
+// block's; the head's other clusters leave at once. Above `cl_keys` (c splits would each walk
+// too many keys) every block of the head is a split of attn_split's kind (at most max_splits,
+// the ticket and combine_head), so long rows keep attn_split's parallelism.
+// Measured on the H100 (session 22, BENCHMARKS.md) before the long-row path existed: at 515
+// keys +0.9 % (the merge), at 3 000 keys −1.7 % (16 splits of ~190 keys against 33 of ~90).
 #define ATT_CL_MAX 16
 struct AttnClSmem {
     float part[ATT_CL_MAX][32];
@@ -415,24 +422,35 @@ __device__ __forceinline__ void attn_cl_store(AttnClSmem* cl, int sp, int head_d
 }
 
 extern "C" __global__ void __launch_bounds__(ATT_THREADS)
-    attn_split_cl(ATTN_SPLIT_PARAMS, const u8* __restrict__ nextw, u64 next_bytes) {
+    attn_split_cl(ATTN_SPLIT_PARAMS, const u8* __restrict__ nextw, u64 next_bytes, int cl_keys) {
 #if __CUDA_ARCH__ >= 900
     l2_prefetch_share(nextw, next_bytes);
     cluster_arrive_relaxed();
     pdl_begin_small();
     __shared__ AttnSmem sm;
     __shared__ AttnClSmem cl;
-    const int c = (int)cluster_blocks(), sp = (int)cluster_rank(), h = blockIdx.y, t = threadIdx.x;
-    // Every block of the cluster has started: remote stores may land.
+    const int c = (int)cluster_blocks(), sp = blockIdx.x, h = blockIdx.y, t = threadIdx.x;
+    int first, n;
+    visible(pos[0], window, &first, &n);
+    // Every block of the cluster has started (remote stores may land), and every block has
+    // passed the barrier's first phase whichever way it goes on.
     cluster_wait();
+    if (n > cl_keys) {
+        // A long row: attn_split's splits over the head's blocks, merged by the last through
+        // global memory (attn_item's ticket and combine_head).
+        attn_item(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v, scale,
+                  window, min(max_splits, (int)gridDim.x), min_keys, part, ml, done, out, gate, q8, ds8, h, sp, 0,
+                  t, 0, sm);
+        return;
+    }
+    // A short row: the head's first cluster only.
+    if (sp >= c) return;
     attn_item<AttnQ, true>(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v,
                            scale, window, c, min_keys, part, ml, done, out, gate, q8, ds8, h, sp, 0, t, 0, sm, AttnQ(),
                            &cl);
     cluster_sync_all();
     // The merge: block sp's first warp takes dims 32·sp .. 32·sp + 31 (lane l: one dim).
     if (sp >= (head_dim_v >> 5) || t >= 32) return;
-    int first, n;
-    visible(pos[0], window, &first, &n);
     const int ns = splits_for(n, c, min_keys);
     float mx = NEG_INF;
     for (int s = 0; s < ns; ++s) mx = fmaxf(mx, cl.ml[s].x);

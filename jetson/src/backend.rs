@@ -265,13 +265,22 @@ pub struct CudaBackend {
     /// Blocks a head for one-row (decode) attention over a thread-block cluster (2..=16 on
     /// compute capability 9.0 and later, where each value head is whole warps and at most
     /// 32 dims a block; else, or 0 / 1, `attn_split`'s splits): `attn_split_cl`
-    /// (kernels/attention.cu) takes at most that many splits of a head's keys, one a block,
-    /// and merges them in distributed shared memory after one cluster barrier instead of
-    /// through global memory and a ticket. `$GLIMMER_ATTN_CLUSTER` (0 or 1: off); default 16,
-    /// measured on the H100 in session 22 (BENCHMARKS.md): 141.7–141.8 → 142.9–143.0 tok/s on
-    /// the 30B shape at 515 keys (attention 0.47 → 0.40 ms a token); clusters of 8 lose
-    /// (141.1–141.3: each block's walk over its keys gets longer than the merge saves).
+    /// (kernels/attention.cu) takes a row of at most [`Self::attn_cluster_keys`] visible keys
+    /// in at most that many splits, one a block, and merges them in distributed shared memory
+    /// after one cluster barrier instead of through global memory and a ticket; longer rows
+    /// take attn_split's splits and ticket in the same launch. `$GLIMMER_ATTN_CLUSTER` (0 or 1:
+    /// off; unset: off, 16 is the value to measure). Measured on the H100 in session 22
+    /// (BENCHMARKS.md), before the long-row path: 141.5–141.8 → 142.9–143.1 tok/s on the 30B
+    /// shape at 515 keys (attention 0.47 → 0.40 ms a token), but 136.2–136.3 → 133.9–134.1 at
+    /// 3 000 keys (16 splits of ~190 keys against 33 of ~90); clusters of 8 lose at 515
+    /// (141.1–141.3: each block's walk over its keys gets longer than the merge saves). Off by
+    /// default until the long-row path is measured.
     pub attn_cluster: u32,
+    /// The most visible keys a row may have for [`Self::attn_cluster`]'s clusters to take it
+    /// (`$GLIMMER_ATTN_CLUSTER_KEYS`, default 640: between session 22's gain at 515 keys and
+    /// its loss at 3 000, where 16 splits of 40 keys should still beat 33 of ~20 and a merge
+    /// through global memory; not yet measured).
+    pub attn_cluster_keys: u32,
     /// How many attention launches ran over clusters ([`Self::attn_cluster`]; checks read
     /// it).
     pub cluster_attns: u64,
@@ -677,7 +686,14 @@ impl CudaBackend {
             fuse_prep: env_on("GLIMMER_FUSE_PREP"),
             norm_cluster: cluster_from_env("GLIMMER_NORM_CLUSTER"),
             cluster_norms: 0,
-            attn_cluster: cluster_from_env("GLIMMER_ATTN_CLUSTER"),
+            attn_cluster: match std::env::var("GLIMMER_ATTN_CLUSTER") {
+                Ok(_) => cluster_from_env("GLIMMER_ATTN_CLUSTER"),
+                Err(_) => 0,
+            },
+            attn_cluster_keys: std::env::var("GLIMMER_ATTN_CLUSTER_KEYS")
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .map_or(640, |k| k.min(i32::MAX as u32)),
             cluster_attns: 0,
             pending_prep: None,
             fused_prep: 0,

@@ -1423,9 +1423,9 @@ impl CudaBackend {
     /// over clusters of [`CudaBackend::attn_cluster`] blocks a head where that is on and the
     /// heads' values are whole warps that many blocks can merge (kernels/attention.cu).
     fn launch_attn(&mut self, a: &AttnLaunch) -> Result<(), CudaError> {
-        let mut all = [Arg::I(0); ATT_ARGS + 2];
+        let mut all = [Arg::I(0); ATT_ARGS + 3];
         all[..ATT_ARGS].copy_from_slice(&a.args);
-        all[ATT_ARGS..].copy_from_slice(&self.attn_next_args(a.rows));
+        all[ATT_ARGS..ATT_ARGS + 2].copy_from_slice(&self.attn_next_args(a.rows));
         let c = self.attn_cluster;
         let cluster = a.rows == 1
             && (2..=ATT_CL_MAX).contains(&c)
@@ -1433,9 +1433,13 @@ impl CudaBackend {
             && a.head_dim_v.is_multiple_of(32)
             && a.head_dim_v <= 32 * c as usize;
         if cluster {
+            // Whole clusters covering the split count, for rows longer than the clusters
+            // take (attn_split's splits then).
+            all[ATT_ARGS + 2] = Arg::int(self.attn_cluster_keys as usize)?;
+            let x = a.grid.1.div_ceil(c) * c;
             self.gpu.launch_ex(
                 raw(&self.gpu.fns().attn_split_cl),
-                (c, a.grid.0, 1),
+                (x, a.grid.0, 1),
                 128,
                 0,
                 c,
@@ -1443,8 +1447,12 @@ impl CudaBackend {
             )?;
             self.cluster_attns += 1;
         } else {
-            self.gpu
-                .launch(raw(&self.gpu.fns().attn_split), a.grid, 128, &all)?;
+            self.gpu.launch(
+                raw(&self.gpu.fns().attn_split),
+                a.grid,
+                128,
+                &all[..ATT_ARGS + 2],
+            )?;
         }
         if a.q8 {
             self.qx = Some((a.out, a.rows, a.cols));

@@ -1234,26 +1234,30 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     ];
     // Decode over clusters of 16, 4 and 2 blocks a head (attn_split_cl: HEAD / 32 = 2 blocks
     // merge) and without (attn_split's splits and ticket), counted; prefill never clusters.
-    let cluster_default = p.cu.attn_cluster;
+    let cluster_default = (p.cu.attn_cluster, p.cu.attn_cluster_keys);
     let sm90 = p.cu.gpu().compute_capability().0 >= 9;
     for (name, layer, window, pos) in cases {
         let prm = attn_params(layer, window);
         let q = buf(C, pos.len() * N_HEAD * HEAD);
         let out = buf(D, pos.len() * N_HEAD * HEAD);
         p.put(q, &rng.vec(q.len, 1.0))?;
-        let sizes: &[u32] = if pos.len() == 1 {
-            &[16, 4, 2, 0]
+        // (cluster size, most keys a cluster takes): pos199 has 200 keys, so at 64 it takes
+        // attn_split_cl's long-row path (attn_split's splits in that launch).
+        let sizes: &[(u32, u32)] = if pos.len() == 1 {
+            &[(16, 640), (4, 640), (2, 640), (16, 64), (0, 640)]
         } else {
-            &[16]
+            &[(16, 640)]
         };
-        for &cl in sizes {
+        for &(cl, keys) in sizes {
             p.cu.attn_cluster = cl;
+            p.cu.attn_cluster_keys = keys;
             let before = p.cu.cluster_attns;
             p.poison(out)?;
             p.run(|b| b.b_attention(&prm, q, &pos, out))?;
-            let tag = match (pos.len(), cl) {
-                (1, 0) => format!("{name}_splits"),
-                (1, _) => format!("{name}_cluster{cl}"),
+            let tag = match (pos.len(), cl, keys) {
+                (1, 0, _) => format!("{name}_splits"),
+                (1, _, 640) => format!("{name}_cluster{cl}"),
+                (1, _, _) => format!("{name}_cluster{cl}_keys{keys}"),
                 _ => name.to_owned(),
             };
             let want = u64::from(pos.len() == 1 && cl >= 2 && sm90);
@@ -1268,7 +1272,8 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
             ok &= p.check(&tag, out, 5e-3)?;
         }
     }
-    p.cu.attn_cluster = cluster_default;
+    p.cu.attn_cluster = cluster_default.0;
+    p.cu.attn_cluster_keys = cluster_default.1;
 
     // The Q/K norms, RoPE and the KV store in one call, on both layers, then attention over
     // what it stored: with per-head norms (gains) and partial half-split RoPE, and with
@@ -1320,26 +1325,50 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 ok &= p.check(&format!("{tag}_k"), k, 1e-4)?;
                 let prm = attn_params(layer, window);
                 let out = buf(D, rows * N_HEAD * HEAD);
-                p.poison(out)?;
-                p.run(|b| b.b_attention(&prm, q, &pos, out))?;
-                ok &= p.check(&format!("{tag}_attention"), out, 5e-3)?;
-                // Gated, then the output projection reading the combine's quantization.
-                // (k is in the cache now: its region is free for the gate.)
+                // k is in the cache now: its region is free for the gate.
                 let gate = buf(B, out.len);
-                let proj = buf(C, rows * 256);
                 p.put(gate, &rng.vec(gate.len, 2.0))?;
-                p.poison(out)?;
-                p.poison(proj)?;
-                p.run(|b| {
-                    b.b_attention_gated(&prm, q, &pos, gate, out)?;
-                    b.b_matmul(&wo, out, rows, proj)
-                })?;
-                ok &= p.check(&format!("{tag}_attention_gated"), out, 5e-3)?;
-                ok &= p.check(
-                    &format!("{tag}_attention_gated_then_matmul"),
-                    proj,
-                    matmul_tol(GgmlType::Q4_K),
-                )?;
+                // At one row also over clusters (attn_split_cl), short rows (merged in the
+                // cluster) and, with a threshold below these rows' keys, long ones
+                // (attn_split's splits in the same launch).
+                let variants: &[(&str, u32, u32)] = match rows {
+                    1 => &[
+                        ("", 0, 640),
+                        ("_cluster", 16, 640),
+                        ("_cluster_long", 16, 64),
+                    ],
+                    _ => &[("", 0, 640)],
+                };
+                for &(suffix, cl, keys) in variants {
+                    let saved = (p.cu.attn_cluster, p.cu.attn_cluster_keys);
+                    (p.cu.attn_cluster, p.cu.attn_cluster_keys) = (cl, keys);
+                    let before = p.cu.cluster_attns;
+                    let tag = format!("{tag}{suffix}");
+                    p.poison(out)?;
+                    p.run(|b| b.b_attention(&prm, q, &pos, out))?;
+                    ok &= p.check(&format!("{tag}_attention"), out, 5e-3)?;
+                    // Gated, then the output projection reading the combine's quantization.
+                    let proj = buf(C, rows * 256);
+                    p.poison(out)?;
+                    p.poison(proj)?;
+                    p.run(|b| {
+                        b.b_attention_gated(&prm, q, &pos, gate, out)?;
+                        b.b_matmul(&wo, out, rows, proj)
+                    })?;
+                    ok &= p.check(&format!("{tag}_attention_gated"), out, 5e-3)?;
+                    ok &= p.check(
+                        &format!("{tag}_attention_gated_then_matmul"),
+                        proj,
+                        matmul_tol(GgmlType::Q4_K),
+                    )?;
+                    (p.cu.attn_cluster, p.cu.attn_cluster_keys) = saved;
+                    let n = p.cu.cluster_attns - before;
+                    let want = if cl >= 2 && sm90 { 2 } else { 0 };
+                    if n != want {
+                        println!("{tag}: {n} cluster attention launches, expected {want}  FAIL");
+                        ok = false;
+                    }
+                }
             }
         }
     }
