@@ -725,8 +725,28 @@ __device__ __forceinline__ u32 kt_ring_off(int cols) {
 // once its items are done (`nxt`, `nxt_bytes`: the next launch's first weights, so that HBM
 // keeps streaming through this launch's tail and barriers; 0 bytes: none), split evenly over
 // every team of the grid.
-#define KT_PARAMS int stages, u32 slot_bytes, int pre, const u8 *nxt, u32 nxt_bytes, u64 *trace, u32 *dep, u32 dep_n
-#define KT_ARGS stages, slot_bytes, pre, nxt, nxt_bytes, trace, dep, dep_n
+// Then the launch timeline's buffer (`trace`), the flag hop's counter (`dep`, `dep_n`), and
+// the items handed out at run time (`grab`, `grab_arg`: see KT_ITEM_OFF).
+#define KT_PARAMS                                                                                             \
+    int stages, u32 slot_bytes, int pre, const u8 *nxt, u32 nxt_bytes, u64 *trace, u32 *dep, u32 dep_n, u32 *grab, \
+        int grab_arg
+#define KT_ARGS stages, slot_bytes, pre, nxt, nxt_bytes, trace, dep, dep_n, grab, grab_arg
+
+// Items handed out at run time (`CudaBackend::gemv_steal`; plain one-row launches whose rings
+// are `stages` deep): `grab` non-null and `grab_arg` >= 0. Each team takes its first
+// `grab_arg` items as the static order gives them (items first + j·stride, j < grab_arg: the
+// items below grab_arg·stride), and each later one from the launch's counter *grab (item
+// grab_arg·stride + the count it got), so that the teams of multiprocessors that stream
+// their rows faster take more of the launch's last items and the blocks end together (session
+// 22: with static items the FFN gate/up launch's blocks end up to 12 µs apart on the H100).
+// The team's leader grabs one item ahead (an L2 atomic's round trip behind the item being
+// worked on) and writes each slot's item into shared memory at KT_ITEM_OFF before asking for
+// its rows (the mbarrier's arrival releases it to the team's warps); an item past the end,
+// -1, ends the team's loop. The counters: `grab` non-null and `grab_arg` < 0 (the first such
+// launch of a forward pass) zeroes grab[1 .. -grab_arg) after its wait, and runs its own
+// items statically; the later launches of the pass each take a counter of their own there
+// (the host's `grab_ordinal`), which nothing else touches until the next pass's first launch.
+#define KT_ITEM_OFF 1664
 
 // The launch timeline (`trace` non-null: `cuda-check timeline`, CudaBackend::trace_gemvs):
 // thread 0 of each block leaves KT_TRACE_POINTS (global ns timer, SM clock) pairs at
@@ -773,7 +793,9 @@ __device__ __forceinline__ void kt_prefetch_next(const u8* nxt, u32 nxt_bytes, i
 // (no partial sums to meet), and the team's barrier only frees the slot. Two rows an item
 // with teams of two this way run the items' chain of one warp a ring (session 21: ~13 %
 // shorter than teams of two splitting each row) in the rings of teams of two.
-template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp, class Pro = KtNoPro, bool ROWSPLIT = false>
+// DYN: the kernel may hand out items at run time (KT_ITEM_OFF); the others ignore `grab`.
+template <int R, bool PROBE, int TEAM = 1, class Ep = KtNoEp, class Pro = KtNoPro, bool ROWSPLIT = false,
+          bool DYN = false>
 __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS, Ep& ep, const Pro& pro = Pro()) {
     static_assert(!ROWSPLIT || R == TEAM, "a row a warp of the team");
 #if __CUDA_ARCH__ >= 900
@@ -796,24 +818,41 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     u8* ring = kt_smem + kt_ring_off(cols) + (u32)(team * stages) * slot_bytes;
     const int mine = first < items ? (items - first + stride - 1) / stride : 0;
     const bool leader = tw == 0 && lane == 0;
-    // Item j of this team: its segment, first row and rows.
-    auto locate = [&](int j, KSeg& s, int& row0, int& nr) {
-        int g = first + j * stride;
+    // Items handed out at run time (KT_ITEM_OFF): `sr` static items a team first.
+    const bool dyn = DYN && grab && grab_arg >= 0;
+    const int sr = dyn ? grab_arg : 0;
+    int* sitem = (int*)(kt_smem + KT_ITEM_OFF) + team * stages;
+    bool have = false, exhausted = false;
+    u32 pending = 0;
+    // Item g (in items of R rows): its segment, first row and rows.
+    auto locate_g = [&](int g, KSeg& s, int& row0, int& nr) {
         s = k_seg(g, s0, s1, s2, s3, e0, e1, e2);
         row0 = R * g;
         nr = min(R, s.n - row0);
     };
-    auto issue = [&](int j) {
+    // Item j of this team in the static order.
+    auto locate = [&](int j, KSeg& s, int& row0, int& nr) { locate_g(first + j * stride, s, row0, nr); };
+    // Slot j % stages asked for item g (DYN: recorded for the team; -1: none, the team's
+    // end, the barrier completing at once).
+    auto issue_g = [&](int j, int g) {
+        u64* bar = bars + j % stages;
+        if constexpr (DYN) {
+            if (dyn) sitem[j % stages] = g;
+            if (g < 0) {
+                mbar_expect(bar, 0u);
+                return;
+            }
+        }
         KSeg s;
         int row0, nr;
-        locate(j, s, row0, nr);
-        u64* bar = bars + j % stages;
+        locate_g(g, s, row0, nr);
         const u32 bytes = (u32)nr * (u32)s.rb;
         // KT_NOLOAD: no copy (the slot keeps whatever it held; garbage results), the slot's
         // barrier completing at once: the items' own chain timed alone (`cuda-check timeline`).
         mbar_expect(bar, KT_NOLOAD ? 0u : bytes);
         if (!KT_NOLOAD) bulk_g2s(ring + (u32)(j % stages) * slot_bytes, s.w + (size_t)row0 * s.rb, bytes, bar);
     };
+    auto issue = [&](int j) { issue_g(j, first + j * stride); };
     // `pre` carries two counts (KT_PARAMS): the items asked for before the wait, and above
     // bit 8 the items kept in flight once the ring's first fill is used up (0: `stages`).
     const int depth = (pre >> 8) ? (pre >> 8) : stages;
@@ -822,7 +861,36 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     // it already (item j + depth takes slot (j + depth) % stages, last used by item
     // j + depth - stages <= j).
     auto refill = [&](int j) {
-        if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
+        if (!dyn) {
+            if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
+            return;
+        }
+        if (!leader) return;
+        // Run-time items (depth == stages): item j + stages in the static order while below
+        // `sr`, then the grabbed one.
+        const int jn = j + stages;
+        if (jn < sr) {
+            issue(jn);
+            if (jn + 1 == sr) {
+                pending = atomicAdd(grab, 1u);
+                have = true;
+            }
+            return;
+        }
+        int g = -1;
+        if (!exhausted) {
+            if (!have) pending = atomicAdd(grab, 1u);
+            have = false;
+            g = sr * stride + (int)pending;
+            if (g >= items) {
+                g = -1;
+                exhausted = true;
+            } else {
+                pending = atomicAdd(grab, 1u);
+                have = true;
+            }
+        }
+        issue_g(jn, g);
     };
     if (leader) {
         for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
@@ -838,6 +906,14 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     // kernels' last loads).
     if (leader)
         for (int j = pre; j < stages && j < mine; ++j) issue(j);
+    // The first launch of a pass zeroes the counters of the launches after it (KT_ITEM_OFF);
+    // with run-time items from the first refill on, the leader grabs its first one now.
+    if (DYN && grab && grab_arg < 0)
+        for (int i = 1 + blockIdx.x * blockDim.x + threadIdx.x; i < -grab_arg; i += gridDim.x * blockDim.x) grab[i] = 0;
+    if (dyn && leader && sr <= stages) {
+        pending = atomicAdd(grab, 1u);
+        have = true;
+    }
     pro.run();
     const size_t ar = blockIdx.y;
     if (Pro::stages_act) pro.stage(sa, sd, cols);
@@ -853,12 +929,21 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     // Also orders the barriers' initialization before any other warp of a team waits on them.
     __syncthreads();
     kt_stamp(trace, 2);
-    for (int j = 0; j < mine; ++j) {
+    for (int j = 0; dyn || j < mine; ++j) {
         KSeg s;
         int row0, nr;
-        locate(j, s, row0, nr);
-        if (leader) ep.pre(s, row0, nr);
+        if (!dyn) {
+            locate(j, s, row0, nr);
+            if (leader) ep.pre(s, row0, nr);
+        }
         mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
+        if (dyn) {
+            // The slot's item (the leader wrote it before the arrival that completed the
+            // barrier): the same for the whole team, so the team leaves together.
+            const int g = sitem[j % stages];
+            if (g < 0) break;
+            locate_g(g, s, row0, nr);
+        }
         if (KT_TRACE && j == 0) kt_stamp(trace, 3);
         const u8* rows = ring + (u32)(j % stages) * slot_bytes;
         if (ROWSPLIT) {
@@ -921,22 +1006,26 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
 // R = 2 rows an item (rows up to ~56 KiB a pair fit two slots a warp) and R = 1 (wider
 // rows: the FFN down projection), each with its probe. At most 24 warps a block, one block a
 // multiprocessor (the ring takes most of its shared memory).
-#define K_TMA_KERNEL(name, R, PROBE, TEAM, ROWSPLIT)                                                           \
+#define K_TMA_KERNEL(name, R, PROBE, TEAM, ROWSPLIT, DYN)                                                      \
     extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, KT_PARAMS) {                     \
         KtNoEp ep;                                                                                             \
-        gemv_k_multi_tma_body<R, PROBE, TEAM, KtNoEp, KtNoPro, ROWSPLIT>(                                      \
+        gemv_k_multi_tma_body<R, PROBE, TEAM, KtNoEp, KtNoPro, ROWSPLIT, DYN>(                                 \
             cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2, w3,   \
             rb3, n3, t3, o3, pf, KT_ARGS, ep);                                                                 \
     }
-K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1, false)
-K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1, false)
-K_TMA_KERNEL(gemv_k_multi_tma2_probe, 2, true, 1, false)
-K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true, 1, false)
+K_TMA_KERNEL(gemv_k_multi_tma2, 2, false, 1, false, false)
+K_TMA_KERNEL(gemv_k_multi_tma1, 1, false, 1, false, false)
+K_TMA_KERNEL(gemv_k_multi_tma2_probe, 2, true, 1, false, false)
+K_TMA_KERNEL(gemv_k_multi_tma1_probe, 1, true, 1, false, false)
 // Teams of two and four warps a ring, one row an item.
-K_TMA_KERNEL(gemv_k_multi_tma1_t2, 1, false, 2, false)
-K_TMA_KERNEL(gemv_k_multi_tma1_t4, 1, false, 4, false)
+K_TMA_KERNEL(gemv_k_multi_tma1_t2, 1, false, 2, false, false)
+K_TMA_KERNEL(gemv_k_multi_tma1_t4, 1, false, 4, false, false)
 // Teams of two warps a ring, two rows an item: each team's activation reads serve two rows
 // (`TmaGemv::item_rows` 2 with teams of two, where the two-row slots still give every warp).
-K_TMA_KERNEL(gemv_k_multi_tma2_t2, 2, false, 2, false)
+K_TMA_KERNEL(gemv_k_multi_tma2_t2, 2, false, 2, false, false)
 // The same rings, a row of each item a warp (ROWSPLIT; `TmaGemv::item_rows` 3).
-K_TMA_KERNEL(gemv_k_multi_tma2_rs, 2, false, 2, true)
+K_TMA_KERNEL(gemv_k_multi_tma2_rs, 2, false, 2, true, false)
+// The default's two shapes with items handed out at run time (KT_ITEM_OFF;
+// `CudaBackend::gemv_steal`).
+K_TMA_KERNEL(gemv_k_multi_tma1_t2_dyn, 1, false, 2, false, true)
+K_TMA_KERNEL(gemv_k_multi_tma1_t4_dyn, 1, false, 4, false, true)

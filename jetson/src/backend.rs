@@ -24,6 +24,10 @@ pub(crate) const MAX_SPLITS: usize = 64;
 /// Fewest keys per split of the split-K attention.
 pub(crate) const MIN_KEYS_PER_SPLIT: usize = 16;
 
+/// Run-time item counters a forward pass has ([`CudaBackend::gemv_steal`]); launches past
+/// them take their items statically.
+pub(crate) const GRAB_COUNTERS: usize = 1024;
+
 /// What a [`CudaBackend`] is sized for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Capacity {
@@ -223,6 +227,22 @@ pub struct CudaBackend {
     pub(crate) flag_norm: Option<crate::ops::PendingNorm>,
     /// The flag hop's counter pair (two u32, zero between hops).
     pub(crate) hop_flag: DevMem,
+    /// The last rounds of items that the default's one-row bulk-copy launches hand out at run
+    /// time (`gemv_k_multi_tma1_t2_dyn` / `_t4_dyn`, kernels/gemv_k.cu, KT_ITEM_OFF): each team
+    /// takes its items in the static order but for the last this many rounds, which go to
+    /// whichever team asks first, so that blocks on multiprocessors that stream their rows
+    /// faster take more of them and a launch's blocks end together (with static items the
+    /// 30B shape's FFN gate/up blocks end up to 12 µs apart on the H100, session 22). 0: off.
+    /// `$GLIMMER_GEMV_STEAL` (a measuring knob, off by default: written in session 22 after
+    /// its device time was spent, not yet run on a GPU).
+    pub gemv_steal: u32,
+    /// The run-time item counters ([`Self::gemv_steal`]): `GRAB_COUNTERS` u32, one for each
+    /// such launch of a forward pass; the pass's first one zeroes the others.
+    pub(crate) grab: DevMem,
+    /// Such launches so far in this forward pass (reset by `embed`).
+    pub(crate) grab_ordinal: usize,
+    /// How many launches handed out items at run time (checks read it).
+    pub gemv_steal_launches: u64,
     /// How many GEMVs waited on a norm's flag (checks read it).
     pub flag_hops: u64,
     /// How many fused `matmul_add_rmsnorm` launches (any kind) this backend has made
@@ -422,6 +442,15 @@ pub fn gemv_prefetch_default() -> (u64, u32) {
         .ok()
         .and_then(|v| parse_prefetch(&v))
         .unwrap_or((0, 0))
+}
+
+impl CudaBackend {
+    /// Launches with run-time items ([`Self::gemv_steal`]) so far in this forward pass: the
+    /// pass's first such launch (0 here before it) runs its own items statically and zeroes
+    /// the counters of the ones after it (checks read it).
+    pub fn grab_ordinal(&self) -> usize {
+        self.grab_ordinal
+    }
 }
 
 /// A cluster size from `$name`: unset, 16; a number in 2..=16, that; anything else, 0 (off).
@@ -726,6 +755,13 @@ impl CudaBackend {
             flag_hop: env_on("GLIMMER_FLAG_HOP"),
             flag_norm: None,
             hop_flag: gpu.alloc(8)?,
+            gemv_steal: std::env::var("GLIMMER_GEMV_STEAL")
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .unwrap_or(0),
+            grab: gpu.alloc(4 * GRAB_COUNTERS)?,
+            grab_ordinal: 0,
+            gemv_steal_launches: 0,
             flag_hops: 0,
             fused_norms: 0,
             pending_norm: None,

@@ -76,8 +76,10 @@ pub(crate) struct Fns {
     /// `_t2`, and then the grid-barrier norm in the second; kernels/attention.cu), and
     /// `gemv_k_multi_tma2_t2` (two rows an item, teams of two warps), and
     /// `gemv_k_multi_tma1_t2_prenorm` (`_t2` that runs the previous branch end's deferred
-    /// norms itself, kernels/norm.cu).
-    pub gemv_multi_tma: [CudaFunction; 13],
+    /// norms itself, kernels/norm.cu), `gemv_k_multi_tma2_rs` (two rows an item, a row a warp
+    /// of each team of two), and `gemv_k_multi_tma1_t2_dyn` / `_t4_dyn` (`_t2` / `_t4` that can
+    /// hand out their items at run time, [`crate::CudaBackend::gemv_steal`]).
+    pub gemv_multi_tma: [CudaFunction; 15],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -157,6 +159,8 @@ impl Fns {
                 f("gemv_k_multi_tma2_t2")?,
                 f("gemv_k_multi_tma1_t2_prenorm")?,
                 f("gemv_k_multi_tma2_rs")?,
+                f("gemv_k_multi_tma1_t2_dyn")?,
+                f("gemv_k_multi_tma1_t4_dyn")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

@@ -8,7 +8,7 @@ use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
 use crate::backend::{
-    CudaBackend, NormFusion, TmaGemv, TracedLaunch, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT,
+    CudaBackend, NormFusion, TmaGemv, TracedLaunch, GRAB_COUNTERS, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT,
 };
 use crate::fns::{gemv_index, raw, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_ARGS, MAX_DYNAMIC_SMEM};
@@ -56,7 +56,7 @@ const _: () = assert!(PRE_ARGS <= QK_TAIL_ARGS);
 /// (`NORM_CL_THREADS`, `NORM_CL_THREADS * NORM_CL_VALUES`, kernels/norm.cu).
 const NORM_CL_THREADS: u32 = 128;
 const NORM_CL_VALUES: usize = 128 * 8;
-const KT_ARGS: usize = 8;
+const KT_ARGS: usize = 10;
 
 /// Where the split count (`max_splits`) is among them.
 const ATT_ARG_SPLITS: usize = 14;
@@ -556,6 +556,37 @@ impl CudaBackend {
                 }
                 all[args.len() + 6] = Arg::P(flag.map_or(0, |f| f.0));
                 all[args.len() + 7] = Arg::I(flag.map_or(0, |f| f.1 as i32));
+                // Run-time items for the last rounds (`gemv_steal`): the default's plain
+                // shapes with rings `stages` deep; the pass's first such launch zeroes the
+                // others' counters (kernels/gemv_k.cu, KT_ITEM_OFF).
+                let (k, grab, grab_arg) = match k {
+                    4 | 5 if self.gemv_steal > 0 && tma_tail.is_none() && depth == 0 => {
+                        let ord = self.grab_ordinal;
+                        self.grab_ordinal += 1;
+                        let stride = blocks * rings;
+                        let rounds = items / stride;
+                        let sr = rounds.saturating_sub(self.gemv_steal as usize);
+                        let base = self.grab.ptr();
+                        if ord == 0 {
+                            (k + 9, base, -(GRAB_COUNTERS as i32))
+                        } else if ord < GRAB_COUNTERS
+                            && sr >= l.slots as usize
+                            && items > sr * stride
+                        {
+                            self.gemv_steal_launches += 1;
+                            (
+                                k + 9,
+                                base + 4 * ord as u64,
+                                i32::try_from(sr).map_err(|_| CudaError::TooLarge)?,
+                            )
+                        } else {
+                            (k, 0, 0)
+                        }
+                    }
+                    _ => (k, 0, 0),
+                };
+                all[args.len() + 8] = Arg::P(grab);
+                all[args.len() + 9] = Arg::I(grab_arg);
                 let mut n = args.len() + KT_ARGS;
                 if let Some(h) = head {
                     all[n..n + ATT_ARGS].copy_from_slice(&h.args);
@@ -1487,6 +1518,8 @@ impl Backend for CudaBackend {
     fn embed(&mut self, table: &Tensor<'_>, tokens: &[u32], out: Buf) -> Result<(), CudaError> {
         self.flush_pending()?;
         self.qx = None;
+        // A forward pass starts: its first launch with run-time items zeroes the counters.
+        self.grab_ordinal = 0;
         let t = self.weight(table)?;
         if out.len != tokens.len() * t.cols || tokens.is_empty() {
             return Err(CudaError::BadRegion);

@@ -168,8 +168,8 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
     // Which fused paths the decode steps took (a knob that silently fell back shows as 0).
     let b = m.backend();
     println!(
-        "  decode launches: {} bulk-copy ({} teams of four, {} deeper first rings, {} a row a warp), {} fused norms, {} deferred norms taken, {} cluster norms, {} cluster attentions, {} flag hops, {} attn_inputs taken by attention",
-        b.gemv_tma_launches, b.gemv_tma_wide_launches, b.gemv_tma_deep_launches, b.gemv_tma_rowsplit_launches, b.fused_norms, b.deferred_norms, b.cluster_norms, b.cluster_attns, b.flag_hops, b.fused_prep
+        "  decode launches: {} bulk-copy ({} teams of four, {} deeper first rings, {} a row a warp), {} fused norms, {} deferred norms taken, {} cluster norms, {} cluster attentions, {} flag hops, {} attn_inputs taken by attention, {} with run-time items",
+        b.gemv_tma_launches, b.gemv_tma_wide_launches, b.gemv_tma_deep_launches, b.gemv_tma_rowsplit_launches, b.fused_norms, b.deferred_norms, b.cluster_norms, b.cluster_attns, b.flag_hops, b.fused_prep, b.gemv_steal_launches
     );
 
     // Prefill with every row's logits (one chunk).

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On the device machine (see /work/.library/device): run-time items for the bulk-copy GEMVs'
+# last rounds (`GLIMMER_GEMV_STEAL`, kernels/gemv_k.cu KT_ITEM_OFF; written in session 22 after
+# its device time was spent, never yet run). Every kernel check (`cuda-check ops`, whose
+# `matmul_many2_steal*` checks take it through both shapes), e2e on the 4-layer `mid` model
+# with it, the 30B-shape decode with 0 (the default), 1, 2 and 4 run-time rounds alternating,
+# then the launch timeline with weight copies for 0 and 2 (its "end spread" column is what
+# this should shrink: 12 µs for FFN gate/up on the H100 in session 22). Logs are tarred into
+# $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
+. scripts/cuda-call-setup.sh
+( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
+TP=$!
+STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 38; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+grep -E "^matmul_many2_steal" $OUT/ops.log | cut -c1-150 | head -8
+STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-st2 env GLIMMER_GEMV_STEAL=2 $C e2e --model $M/mid.gguf --tokens 48
+grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-320
+STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+for r in 1 2; do
+  for st in 0 1 2 4; do
+    STEP_TIMEOUT=60 TAIL=0 step bench-st$st-$r env GLIMMER_GEMV_STEAL=$st $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
+    grep -E "decode \(graph|(GEMVs|everything but) +\(round 1|memcpy" $OUT/bench-st$st-$r.log | sed 's/PDL.*launches)//' | head -5
+  done
+done
+for st in 0 2; do
+  STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
+  echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log
+done
+kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
