@@ -55,6 +55,10 @@ struct Row {
     /// How far apart the blocks' waits were released, and their ends.
     wait_spread: f64,
     end_spread: f64,
+    /// The mean over the blocks of how long each ended before the last one (global timer):
+    /// the time a block's multiprocessor waits on the launch's tail, which run-time items
+    /// (`GLIMMER_GEMV_STEAL`) should shrink where the spread comes from unequal shares of HBM.
+    tail_idle: f64,
     /// Medians over the blocks (SM clock): wait → activation staged, staged → first item
     /// landed, first item → its team's items done, done → block end.
     staged: f64,
@@ -91,6 +95,7 @@ fn analyze(launches: &[(TracedLaunch, Vec<BlockStamps>)]) -> Vec<Row> {
             gap: prev_end.map_or(0.0, |p| w0 as f64 / 1e3 - p as f64 / 1e3),
             wait_spread: us(w0, w1),
             end_spread: us(e0, e1),
+            tail_idle: gt(END).map(|e| us(e, e1)).sum::<f64>() / blocks.len().max(1) as f64,
             staged: phase(WAITED, STAGED),
             first: phase(STAGED, FIRST),
             items: phase(FIRST, DONE),
@@ -138,6 +143,7 @@ fn by_shape(launches: &[(TracedLaunch, Vec<BlockStamps>)], rows: &[Row]) -> Vec<
                     gap: med(|r| r.gap),
                     wait_spread: med(|r| r.wait_spread),
                     end_spread: med(|r| r.end_spread),
+                    tail_idle: med(|r| r.tail_idle),
                     staged: med(|r| r.staged),
                     first: med(|r| r.first),
                     items: med(|r| r.items),
@@ -211,6 +217,7 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, copy_bw: f64) -> Result<(
         sum.gap += r.gap;
         sum.wait_spread += r.wait_spread;
         sum.end_spread += r.end_spread;
+        sum.tail_idle += r.tail_idle;
         sum.staged += r.staged;
         sum.first += r.first;
         sum.items += r.items;
@@ -218,12 +225,12 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, copy_bw: f64) -> Result<(
     }
     let ideal = bytes as f64 / copy_bw * 1e6;
     println!(
-        "  sums (µs): spans {:.0} (their bytes at the copy bandwidth: {ideal:.0}), gaps {:.0}, wait spreads {:.0}, staging {:.0}, first copies {:.0}, items {:.0}, drains {:.0}, end spreads {:.0}",
-        sum.span, sum.gap, sum.wait_spread, sum.staged, sum.first, sum.items, sum.drain, sum.end_spread
+        "  sums (µs): spans {:.0} (their bytes at the copy bandwidth: {ideal:.0}), gaps {:.0}, wait spreads {:.0}, staging {:.0}, first copies {:.0}, items {:.0}, drains {:.0}, end spreads {:.0}, tail idle (mean a block) {:.0}",
+        sum.span, sum.gap, sum.wait_spread, sum.staged, sum.first, sum.items, sum.drain, sum.end_spread, sum.tail_idle
     );
     println!(
-        "SUMMARY|timeline|{} launches|spans {:.0} us, gaps {:.0} us, ideal {ideal:.0} us|staging {:.0}, first {:.0}, end spreads {:.0}",
-        launches.len(), sum.span, sum.gap, sum.staged, sum.first, sum.end_spread
+        "SUMMARY|timeline|{} launches|spans {:.0} us, gaps {:.0} us, ideal {ideal:.0} us|staging {:.0}, first {:.0}, end spreads {:.0}, tail idle {:.0}",
+        launches.len(), sum.span, sum.gap, sum.staged, sum.first, sum.end_spread, sum.tail_idle
     );
     println!("  medians by launch shape (kernel and bytes; µs):");
     for sh in by_shape(&launches, &rows) {
@@ -232,8 +239,8 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, prefill: usize, copy_bw: f64) -> Result<(
         let m = &sh.med;
         let ideal = sh.bytes as f64 / copy_bw * 1e6;
         println!(
-            "  shape {name:<16} {mb:>7.2} MB x{:<3} span {:>6.1} ({:>3.0}% of copy)  gap {:>5.1}  staged {:>5.2}  items {:>6.1}  end spread {:>5.1}",
-            sh.n, m.span, 100.0 * ideal / m.span.max(1e-9), m.gap, m.staged, m.items, m.end_spread
+            "  shape {name:<16} {mb:>7.2} MB x{:<3} span {:>6.1} ({:>3.0}% of copy)  gap {:>5.1}  staged {:>5.2}  items {:>6.1}  end spread {:>5.1}  tail idle {:>5.1}",
+            sh.n, m.span, 100.0 * ideal / m.span.max(1e-9), m.gap, m.staged, m.items, m.end_spread, m.tail_idle
         );
         println!(
             "SUMMARY|timeline-shape|{name} {mb:.2} MB|x{}|span {:.1} us, gap {:.1} us, items {:.1} us",
@@ -277,6 +284,8 @@ mod tests {
         assert!(close(rows[0].gap, 0.0));
         assert!(close(rows[0].wait_spread, 0.2));
         assert!(close(rows[0].end_spread, 1.0));
+        // Ends at 10 and 11 µs: 1 µs and 0 before the last, 0.5 on the mean.
+        assert!(close(rows[0].tail_idle, 0.5));
         // Medians of two take the upper one.
         assert!(close(rows[0].staged, 0.7));
         assert!(close(rows[0].first, 1.5));
@@ -285,6 +294,7 @@ mod tests {
         assert!(close(rows[1].gap, 4.0));
         assert!(close(rows[1].span, 16.0));
         assert!(close(rows[1].end_spread, 0.0));
+        assert!(close(rows[1].tail_idle, 0.0));
 
         // Three launches of one shape and one of another: grouped in order of appearance,
         // each column's median over its group.
