@@ -26,7 +26,7 @@ pub(crate) const MIN_KEYS_PER_SPLIT: usize = 16;
 
 /// Run-time item counters a forward pass has ([`CudaBackend::gemv_steal`]); launches past
 /// them take their items statically.
-pub(crate) const GRAB_COUNTERS: usize = 1024;
+pub const GRAB_COUNTERS: usize = 1024;
 
 /// What a [`CudaBackend`] is sized for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

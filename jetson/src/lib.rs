@@ -115,8 +115,8 @@ mod weights;
 
 #[cfg(not(target_os = "macos"))]
 pub use backend::{
-    BlockStamps, Capacity, CudaBackend, NormFusion, TmaGemv, TracedLaunch, MAX_HEAD_DIM,
-    TRACE_POINTS,
+    BlockStamps, Capacity, CudaBackend, NormFusion, TmaGemv, TracedLaunch, GRAB_COUNTERS,
+    MAX_HEAD_DIM, TRACE_POINTS,
 };
 pub use error::CudaError;
 #[cfg(not(target_os = "macos"))]
