@@ -82,6 +82,30 @@ __device__ __forceinline__ void attn_inputs_head(ATTN_INPUTS_PARAMS, int hb, int
     }
 }
 
+// ATTN_KV_PREFETCH (a measuring macro, 0 by default; not yet run on a GPU): a one-row
+// attn_inputs asks L2 for the layer's cached keys and values before position p once its wait
+// is over (the Q/K/V GEMV done, HBM idle until the next GEMV), so that the attention launch
+// after it, whose splits each walk their keys in a chain of dependent loads, finds them in L2
+// rather than HBM (the 30B shape at 515 keys: 2 MB a layer; attention costs 0.40–0.48 ms a
+// step on the H100 in session 22). It takes the min(p, cap) positions before p, which for a
+// sliding layer past its window is more than attention reads (up to the ring's 2 x window).
+#ifndef ATTN_KV_PREFETCH
+#define ATTN_KV_PREFETCH 0
+#endif
+// The ring slots of positions p - m .. p - 1 (m <= cap), as one or two runs of slots, each run's
+// `row` bytes a slot asked of L2 from `base` (shared out over the grid's blocks).
+__device__ __forceinline__ void ring_prefetch_l2(const u16* base, u64 row, u32 p, u32 m, u32 cap) {
+    if (m == 0 || ((size_t)base & 15) || (row & 15)) return;
+    const u32 s0 = (p - m) % cap, s1 = (p - 1) % cap;
+    const u8* b = (const u8*)base;
+    if (s0 <= s1) {
+        l2_prefetch_share(b + (u64)s0 * row, (u64)(s1 - s0 + 1) * row);
+    } else {
+        l2_prefetch_share(b + (u64)s0 * row, (u64)(cap - s0) * row);
+        l2_prefetch_share(b, (u64)(s1 + 1) * row);
+    }
+}
+
 extern "C" __global__ void attn_inputs(ATTN_INPUTS_PARAMS) {
     // The head's gains are weights (no kernel writes them): loaded before the wait, as the
     // norms do (NORM_PRELOAD, norm.cu), when a thread has at most one of them.
@@ -89,6 +113,12 @@ extern "C" __global__ void attn_inputs(ATTN_INPUTS_PARAMS) {
     const bool pre = NORM_PRELOAD && norm && wg && blockDim.x >= head_dim && blockIdx.x < n_head + n_head_kv;
     const float g_pre = pre && threadIdx.x < head_dim ? wg[threadIdx.x] : 1.0f;
     pdl_begin_small();
+    if (ATTN_KV_PREFETCH && gridDim.y == 1) {
+        const u32 p = pos[0], m = min(p, (u32)cap);
+        const u16* base = kv + (u64)slot[0] * slot_stride;
+        ring_prefetch_l2(base + k_off, 2ull * n_head_kv * head_dim, p, m, (u32)cap);
+        ring_prefetch_l2(base + v_off, 2ull * n_head_kv * head_dim_v, p, m, (u32)cap);
+    }
     __shared__ float hs[MAX_HEAD];
     __shared__ double part[32];
     attn_inputs_head(q, k, v, qw, kw, norm, eps, n_head, n_head_kv, head_dim, head_dim_v, rope_dim, theta_scale, style,

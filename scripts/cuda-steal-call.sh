@@ -5,7 +5,9 @@
 # `matmul_many2_steal*` checks take it through both shapes), e2e on the 4-layer `mid` model
 # with it, the 30B-shape decode with 0 (the default), 1, 2 and 4 run-time rounds alternating,
 # then the launch timeline with weight copies for 0 and 2 (its "end spread" column is what
-# this should shrink: 12 µs for FFN gate/up on the H100 in session 22). Logs are tarred into
+# this should shrink: 12 µs for FFN gate/up on the H100 in session 22). Then the attention's
+# keys and values asked of L2 by attn_inputs (GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1,
+# kernels/attn_inputs.cu, also never yet run): e2e and two benches. Logs are tarred into
 # $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
@@ -25,5 +27,14 @@ done
 for st in 0 2; do
   STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
   echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log
+done
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-kvpf env GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1 $C e2e --model $M/mid.gguf --tokens 48
+grep -H "^  decode\|slot 1" $OUT/e2e-mid-kvpf.log | cut -c1-200
+for r in 1 2; do
+  for v in def kvpf; do
+    D=; [ $v = kvpf ] && D=ATTN_KV_PREFETCH=1
+    STEP_TIMEOUT=60 TAIL=0 step bench-$v-$r env GLIMMER_CUDA_DEFINES=$D $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
+    grep -E "decode \(graph|(attention|Q/K norm\+RoPE\+KV store) +\(round 1" $OUT/bench-$v-$r.log | sed 's/PDL.*launches)//' | head -4
+  done
 done
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
