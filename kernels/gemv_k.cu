@@ -1029,3 +1029,5 @@ K_TMA_KERNEL(gemv_k_multi_tma2_rs, 2, false, 2, true, false)
 // `CudaBackend::gemv_steal`).
 K_TMA_KERNEL(gemv_k_multi_tma1_t2_dyn, 1, false, 2, false, true)
 K_TMA_KERNEL(gemv_k_multi_tma1_t4_dyn, 1, false, 4, false, true)
+// And the row-split teams' (`TmaGemv::item_rows` 3), whose two-row items leave a coarser tail.
+K_TMA_KERNEL(gemv_k_multi_tma2_rs_dyn, 2, false, 2, true, true)

@@ -3,7 +3,8 @@
 # last rounds (`GLIMMER_GEMV_STEAL`, kernels/gemv_k.cu KT_ITEM_OFF; written in session 22 after
 # its device time was spent, never yet run). Every kernel check (`cuda-check ops`, whose
 # `matmul_many2_steal*` checks take it through both shapes), e2e on the 4-layer `mid` model
-# with it, the 30B-shape decode with 0 (the default), 1, 2 and 4 run-time rounds alternating,
+# with it, the 30B-shape decode with 0 (the default), 1, 2 and 4 run-time rounds alternating
+# (and row-split teams with 0 and 2),
 # then the launch timeline with weight copies for 0 and 2 (its "end spread" column is what
 # this should shrink: 12 µs for FFN gate/up on the H100 in session 22). Then the attention's
 # keys and values asked of L2 by attn_inputs (GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1,
@@ -18,12 +19,15 @@ STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m -
 STEP_TIMEOUT=40 TAIL=1 step e2e-mid-st2 env GLIMMER_GEMV_STEAL=2 $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-320
 STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
-for r in 1 2; do
-  for st in 0 1 2 4; do
-    STEP_TIMEOUT=60 TAIL=0 step bench-st$st-$r env GLIMMER_GEMV_STEAL=$st $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
-    grep -E "decode \(graph|(GEMVs|everything but) +\(round 1|memcpy" $OUT/bench-st$st-$r.log | sed 's/PDL.*launches)//' | head -5
-  done
-done
+# st<N>: N run-time rounds; rs<N>: the same with row-split teams (GLIMMER_GEMV_TMA=2:24:3:1:2:0:1).
+sbench() { # variant, round
+  local v=$1 r=$2 T=1
+  case $v in rs*) T=2:24:3:1:2:0:1;; esac
+  STEP_TIMEOUT=60 TAIL=0 step bench-$v-$r env GLIMMER_GEMV_TMA=$T GLIMMER_GEMV_STEAL=${v#??} $C bench --model $M/full.gguf --prefill 512 --steps 64 --bw-gib 4 --quick
+  grep -E "decode \(graph|(GEMVs|everything but) +\(round 1|memcpy" $OUT/bench-$v-$r.log | sed 's/PDL.*launches)//' | head -5
+}
+for v in st0 st1 st2 st4 rs0 rs2; do sbench $v 1; done
+for v in st0 st2 rs2; do sbench $v 2; done
 for st in 0 2; do
   STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
   echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log

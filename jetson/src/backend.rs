@@ -227,8 +227,10 @@ pub struct CudaBackend {
     pub(crate) flag_norm: Option<crate::ops::PendingNorm>,
     /// The flag hop's counter pair (two u32, zero between hops).
     pub(crate) hop_flag: DevMem,
-    /// The last rounds of items that the default's one-row bulk-copy launches hand out at run
-    /// time (`gemv_k_multi_tma1_t2_dyn` / `_t4_dyn`, kernels/gemv_k.cu, KT_ITEM_OFF): each team
+    /// The last rounds of items that the default's one-row bulk-copy launches (and the
+    /// row-split teams', [`TmaGemv::item_rows`] 3) hand out at run time
+    /// (`gemv_k_multi_tma1_t2_dyn` / `_t4_dyn` / `_tma2_rs_dyn`, kernels/gemv_k.cu,
+    /// KT_ITEM_OFF): each team
     /// takes its items in the static order but for the last this many rounds, which go to
     /// whichever team asks first, so that blocks on multiprocessors that stream their rows
     /// faster take more of them and a launch's blocks end together (with static items the

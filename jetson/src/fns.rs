@@ -78,8 +78,9 @@ pub(crate) struct Fns {
     /// `gemv_k_multi_tma1_t2_prenorm` (`_t2` that runs the previous branch end's deferred
     /// norms itself, kernels/norm.cu), `gemv_k_multi_tma2_rs` (two rows an item, a row a warp
     /// of each team of two), and `gemv_k_multi_tma1_t2_dyn` / `_t4_dyn` (`_t2` / `_t4` that can
-    /// hand out their items at run time, [`crate::CudaBackend::gemv_steal`]).
-    pub gemv_multi_tma: [CudaFunction; 15],
+    /// hand out their items at run time, [`crate::CudaBackend::gemv_steal`]), and
+    /// `gemv_k_multi_tma2_rs_dyn` (`_rs` that can).
+    pub gemv_multi_tma: [CudaFunction; 16],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -161,6 +162,7 @@ impl Fns {
                 f("gemv_k_multi_tma2_rs")?,
                 f("gemv_k_multi_tma1_t2_dyn")?,
                 f("gemv_k_multi_tma1_t4_dyn")?,
+                f("gemv_k_multi_tma2_rs_dyn")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

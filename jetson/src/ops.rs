@@ -559,8 +559,10 @@ impl CudaBackend {
                 // Run-time items for the last rounds (`gemv_steal`): the default's plain
                 // shapes with rings `stages` deep; the pass's first such launch zeroes the
                 // others' counters (kernels/gemv_k.cu, KT_ITEM_OFF).
+                // The kernels that can: 4 and 5 (`_t2`, `_t4`) as 13 and 14, 12 (`_rs`) as 15.
+                let dyn_k = |k: usize| if k == 12 { 15 } else { k + 9 };
                 let (k, grab, grab_arg) = match k {
-                    4 | 5 if self.gemv_steal > 0 && tma_tail.is_none() && depth == 0 => {
+                    4 | 5 | 12 if self.gemv_steal > 0 && tma_tail.is_none() && depth == 0 => {
                         let ord = self.grab_ordinal;
                         self.grab_ordinal += 1;
                         let stride = blocks * rings;
@@ -568,14 +570,14 @@ impl CudaBackend {
                         let sr = rounds.saturating_sub(self.gemv_steal as usize);
                         let base = self.grab.ptr();
                         if ord == 0 {
-                            (k + 9, base, -(GRAB_COUNTERS as i32))
+                            (dyn_k(k), base, -(GRAB_COUNTERS as i32))
                         } else if ord < GRAB_COUNTERS
                             && sr >= l.slots as usize
                             && items > sr * stride
                         {
                             self.gemv_steal_launches += 1;
                             (
-                                k + 9,
+                                dyn_k(k),
                                 base + 4 * ord as u64,
                                 i32::try_from(sr).map_err(|_| CudaError::TooLarge)?,
                             )
@@ -619,7 +621,7 @@ impl CudaBackend {
                 )?;
                 self.gemv_tma_launches += 1;
                 self.gemv_tma_wide_launches += u64::from(wide);
-                self.gemv_tma_rowsplit_launches += u64::from(k == 12);
+                self.gemv_tma_rowsplit_launches += u64::from(k == 12 || k == 15);
                 return Ok(Some(blocks as u32));
             }
         }

@@ -466,25 +466,31 @@ fn check_matmul_many(
 
 /// Run-time items (`gemv_steal`, kernels/gemv_k.cu KT_ITEM_OFF) in the default's two plain
 /// shapes: teams of two (1 280 columns, Q4_K then Q6_K in one launch, so the handed-out items
-/// cross a matrix's end) and teams of four (the 30B shape's FFN down width), with rows enough
+/// cross a matrix's end) and teams of four (the 30B shape's FFN down width), and in the
+/// row-split teams' (two rows an item, `TmaGemv::item_rows` 3), with rows enough
 /// for one or two run-time rounds after at least the ring's first fill, each launch twice,
 /// counted: the forward pass's first such launch runs statically and zeroes the counters, the
 /// others hand out their last rounds (every row must come out once: the CPU's matmul).
 fn check_steal(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     let mut ok = true;
     let (steal_default, tma_default) = (p.cu.gemv_steal, p.cu.gemv_tma);
-    p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv::DEFAULT);
     let sms = p.cu.gpu().sm_count() as usize;
-    // (columns, rings a block, first matrix's type, id): 1 280 columns leave 24 warps (12
-    // teams of two); 19 968 columns of Q6_K six rings (teams of four).
-    for (cols, rings, ty, id) in [
-        (1280usize, 12usize, GgmlType::Q4_K, 5000u32),
-        (19968, 6, GgmlType::Q6_K, 5100),
+    // (columns, rings a block, first matrix's type, id, rows an item): 1 280 columns leave 24
+    // warps (12 teams of two); 19 968 columns of Q6_K six rings (teams of four).
+    for (cols, rings, ty, id, item_rows) in [
+        (1280usize, 12usize, GgmlType::Q4_K, 5000u32, 1u32),
+        (19968, 6, GgmlType::Q6_K, 5100, 1),
+        (1280, 12, GgmlType::Q4_K, 5200, 3),
     ] {
+        p.cu.gemv_tma = Some(glimmer_jetson::TmaGemv {
+            item_rows,
+            ..glimmer_jetson::TmaGemv::DEFAULT
+        });
         for steal in [1u32, 2] {
             // Rounds: the ring's two, the static ones, then `steal` run-time rounds, and a
-            // partial one.
-            let rows = (2 + 1 + steal as usize) * sms * rings + 37;
+            // partial one (items of two rows with row-split teams).
+            let per_item = if item_rows == 3 { 2 } else { 1 };
+            let rows = (2 + 1 + steal as usize) * sms * rings * per_item + 37;
             let specs = [(ty, rows / 2), (GgmlType::Q6_K, rows - rows / 2)];
             let data = matrices(rng, &specs, cols, 0.05)?;
             let ts = tensors(&specs, &data, cols, id + 10 * steal);
@@ -492,7 +498,7 @@ fn check_steal(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
             let ws = ts.iter().collect::<Vec<_>>();
             p.cu.gemv_steal = steal;
             for round in 0..2 {
-                let label = format!("matmul_many2_steal{steal}_{cols}_round{round}");
+                let label = format!("matmul_many2_steal{steal}_{cols}_r{item_rows}_round{round}");
                 let (ord, before) = (p.cu.grab_ordinal(), p.cu.gemv_steal_launches);
                 ok &= check_matmul_many(p, rng, &ws, 1, &label)?;
                 let n = p.cu.gemv_steal_launches - before;
