@@ -565,24 +565,24 @@ impl CudaBackend {
                     4 | 5 | 12 if self.gemv_steal > 0 && tma_tail.is_none() && depth == 0 => {
                         let ord = self.grab_ordinal;
                         self.grab_ordinal += 1;
-                        let stride = blocks * rings;
-                        let rounds = items / stride;
-                        let sr = rounds.saturating_sub(self.gemv_steal as usize);
+                        let sr = steal_rounds(
+                            items,
+                            blocks * rings,
+                            self.gemv_steal as usize,
+                            l.slots as usize,
+                        );
                         let base = self.grab.ptr();
-                        if ord == 0 {
-                            (dyn_k(k), base, -(GRAB_COUNTERS as i32))
-                        } else if ord < GRAB_COUNTERS
-                            && sr >= l.slots as usize
-                            && items > sr * stride
-                        {
-                            self.gemv_steal_launches += 1;
-                            (
-                                dyn_k(k),
-                                base + 4 * ord as u64,
-                                i32::try_from(sr).map_err(|_| CudaError::TooLarge)?,
-                            )
-                        } else {
-                            (k, 0, 0)
+                        match sr {
+                            _ if ord == 0 => (dyn_k(k), base, -(GRAB_COUNTERS as i32)),
+                            Some(sr) if ord < GRAB_COUNTERS => {
+                                self.gemv_steal_launches += 1;
+                                (
+                                    dyn_k(k),
+                                    base + 4 * ord as u64,
+                                    i32::try_from(sr).map_err(|_| CudaError::TooLarge)?,
+                                )
+                            }
+                            _ => (k, 0, 0),
                         }
                     }
                     _ => (k, 0, 0),
@@ -2059,6 +2059,21 @@ pub fn wide_teams(cfg: TmaGemv, l: TmaLayout, plain: bool) -> bool {
     plain && cfg.wide && cfg.team == 2 && l.rows == 1 && 2 * l.warps <= cfg.max_warps
 }
 
+/// The static rounds of a bulk-copy launch with run-time items ([`CudaBackend::gemv_steal`]):
+/// `items` items over `stride` rings (blocks × rings a block), the last `steal` whole rounds
+/// and the partial one handed out at run time, each ring's first `slots` items static (its
+/// first fill is asked for before the launch's wait). `None` where that leaves no run-time
+/// item or too few static ones (the launch then takes its items statically).
+pub(crate) fn steal_rounds(
+    items: usize,
+    stride: usize,
+    steal: usize,
+    slots: usize,
+) -> Option<usize> {
+    let sr = (items / stride.max(1)).checked_sub(steal)?;
+    (steal > 0 && sr >= slots && items > sr * stride).then_some(sr)
+}
+
 /// [`tma_layout`] for `gemv_k_multi_tma1_t2_attn*` (attention in front of the matmul): the
 /// rings laid out in what six attention workers (four warps each, [`ATT_SMEM`] bytes each,
 /// after the rings) leave, with at least one worker; and the block's dynamic shared memory,
@@ -2076,8 +2091,8 @@ pub fn attn_tma_layout(
 #[cfg(test)]
 mod tests {
     use super::{
-        attn_tma_layout, auto_smem, one_row_end, team_warps, tma_layout, wide_teams, TmaGemv,
-        ATT_SMEM,
+        attn_tma_layout, auto_smem, one_row_end, steal_rounds, team_warps, tma_layout, wide_teams,
+        TmaGemv, ATT_SMEM,
     };
     use glimmer_core::exec::{BranchEnd, Buf};
 
@@ -2104,6 +2119,22 @@ mod tests {
             &end(b(0, 128), b(128, 128), b(256, 128)),
             None
         ));
+    }
+
+    #[test]
+    fn run_time_items_leave_the_last_rounds() {
+        // The 30B shape's FFN gate/up on 132 multiprocessors of 12 rings: 39 936 items, 25
+        // whole rounds of 1 584 and a partial one.
+        let stride = 132 * 12;
+        assert_eq!(steal_rounds(39936, stride, 2, 2), Some(23));
+        assert_eq!(steal_rounds(39936, stride, 25, 2), None);
+        assert_eq!(steal_rounds(39936, stride, 23, 2), Some(2));
+        // Off, or no item left past the static ones (exactly whole rounds, none handed out).
+        assert_eq!(steal_rounds(39936, stride, 0, 2), None);
+        assert_eq!(steal_rounds(3 * stride, stride, 1, 2), Some(2));
+        assert_eq!(steal_rounds(2 * stride, stride, 1, 2), None);
+        // Fewer items than rings a round.
+        assert_eq!(steal_rounds(100, stride, 1, 2), None);
     }
 
     #[test]
