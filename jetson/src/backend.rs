@@ -455,8 +455,9 @@ impl CudaBackend {
     }
 }
 
-/// A cluster size from `$name`: unset, 16; a number in 2..=16, that; anything else, 0 (off).
-fn cluster_from_env(name: &str) -> u32 {
+/// A cluster size from `$name`: unset, `unset`; a number in 2..=16, that; anything else, 0
+/// (off).
+fn cluster_from_env(name: &str, unset: u32) -> u32 {
     match std::env::var(name) {
         Ok(v) => v
             .trim()
@@ -464,7 +465,7 @@ fn cluster_from_env(name: &str) -> u32 {
             .ok()
             .filter(|n| (2..=16).contains(n))
             .unwrap_or(0),
-        Err(_) => 16,
+        Err(_) => unset,
     }
 }
 
@@ -649,6 +650,11 @@ fn env_on(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v.trim() == "1")
 }
 
+/// `$name` as a number (surrounding blanks ignored); `None` where unset or not one.
+fn env_num<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
 /// `MAX_MB:BYTES` (per-warp bytes at most 1 MiB) as (max bytes, per-warp bytes).
 fn parse_prefetch(v: &str) -> Option<(u64, u32)> {
     let (mb, per) = v.trim().split_once(':')?;
@@ -672,10 +678,7 @@ impl CudaBackend {
         // walks few keys: its warps' key loop is a chain of dependent loads), or
         // `$GLIMMER_ATTN_SPLITS` (a measuring knob).
         let want = (8 * gpu.sm_count() as usize).div_ceil(cap.n_head.max(1));
-        let want = std::env::var("GLIMMER_ATTN_SPLITS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(want);
+        let want = env_num::<usize>("GLIMMER_ATTN_SPLITS").unwrap_or(want);
         let decode_splits = want.clamp(1, MAX_SPLITS);
         let parts = (cap.chunk.checked_mul(cap.n_head).ok_or(ovf)?).max(cap.n_head * decode_splits);
         let part_bytes = parts.checked_mul(cap.head_dim_v.max(1) * 4).ok_or(ovf)?;
@@ -717,34 +720,24 @@ impl CudaBackend {
             fuse_qk: env_on("GLIMMER_FUSE_QK"),
             fused_qk: 0,
             fuse_prep: env_on("GLIMMER_FUSE_PREP"),
-            norm_cluster: cluster_from_env("GLIMMER_NORM_CLUSTER"),
+            norm_cluster: cluster_from_env("GLIMMER_NORM_CLUSTER", 16),
             cluster_norms: 0,
-            attn_cluster: match std::env::var("GLIMMER_ATTN_CLUSTER") {
-                Ok(_) => cluster_from_env("GLIMMER_ATTN_CLUSTER"),
-                Err(_) => 0,
-            },
-            attn_cluster_keys: std::env::var("GLIMMER_ATTN_CLUSTER_KEYS")
-                .ok()
-                .and_then(|v| v.trim().parse::<u32>().ok())
+            attn_cluster: cluster_from_env("GLIMMER_ATTN_CLUSTER", 0),
+            attn_cluster_keys: env_num::<u32>("GLIMMER_ATTN_CLUSTER_KEYS")
                 .map_or(640, |k| k.min(i32::MAX as u32)),
             cluster_attns: 0,
             pending_prep: None,
             fused_prep: 0,
-            attn_prefetch_bytes: std::env::var("GLIMMER_ATTN_PREFETCH")
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
+            attn_prefetch_bytes: env_num::<u64>("GLIMMER_ATTN_PREFETCH")
                 .map_or(0, |mib| mib.saturating_mul(1 << 20)),
             attn_next: None,
             attn_prefetches: 0,
             fuse_attn: env_on("GLIMMER_FUSE_ATTN"),
             fused_attn: 0,
             gemv_trace: None,
-            gemv_next_bytes: std::env::var("GLIMMER_GEMV_NEXT")
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map_or(0, |kib| {
-                    kib.saturating_mul(1024).min(i32::MAX as u64) as u32
-                }),
+            gemv_next_bytes: env_num::<u64>("GLIMMER_GEMV_NEXT").map_or(0, |kib| {
+                kib.saturating_mul(1024).min(i32::MAX as u64) as u32
+            }),
             gemv_next: NextWeights::default(),
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
             gemv_tma: TmaGemv::from_env(),
@@ -759,10 +752,7 @@ impl CudaBackend {
             flag_hop: env_on("GLIMMER_FLAG_HOP"),
             flag_norm: None,
             hop_flag: gpu.alloc(8)?,
-            gemv_steal: std::env::var("GLIMMER_GEMV_STEAL")
-                .ok()
-                .and_then(|v| v.trim().parse::<u32>().ok())
-                .unwrap_or(0),
+            gemv_steal: env_num::<u32>("GLIMMER_GEMV_STEAL").unwrap_or(0),
             grab: gpu.alloc(4 * GRAB_COUNTERS)?,
             grab_ordinal: 0,
             gemv_steal_launches: 0,
