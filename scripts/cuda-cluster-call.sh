@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the device machine (see /work/.library/device): session 22's second call. Decode attention
-# over thread-block clusters (`attn_split_cl`, kernels/attention.cu; the new default, 16 blocks
-# a head) against clusters of 8 and against `attn_split`'s splits and ticket
+# over thread-block clusters (`attn_split_cl`, kernels/attention.cu; 16 blocks a head, the
+# default when this ran, set below since it is off by default now) against clusters of 8 and against `attn_split`'s splits and ticket
 # (GLIMMER_ATTN_CLUSTER=0), and the one-exchange cluster norms at 8 blocks
 # (GLIMMER_NORM_CLUSTER=8): every kernel check (`cuda-check ops`), e2e on the 4-layer `mid`
 # model, the 30B-shape decode benches alternating, then the launch timeline with weight copies
@@ -9,6 +9,7 @@
 # $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/ (see
 # scripts/cuda-perf.sh).
 . scripts/cuda-call-setup.sh
+export GLIMMER_ATTN_CLUSTER=16
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
 TP=$!
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 35; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5

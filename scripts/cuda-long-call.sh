@@ -2,11 +2,13 @@
 # On the device machine (see /work/.library/device): session 22's third call. Every kernel
 # check (`cuda-check ops`, after the fix to the prep kernel's bitwise check, which must compare
 # against attn_split, not the cluster attention), e2e on the 4-layer `mid` model, then the
-# 30B-shape decode with the cluster attention (the default) and without (GLIMMER_ATTN_CLUSTER=0)
+# 30B-shape decode with the cluster attention (16 blocks a head, the default when this ran, set
+# below since it is off by default now) and without (GLIMMER_ATTN_CLUSTER=0)
 # at 512 keys and at 3 000 (ctx 4 096: the sliding layers see 2 048 keys, the global ones
 # ~3 000, where 16 splits a head take ~190 keys each against attn_split's 33 of ~90). Logs are
 # tarred into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
+export GLIMMER_ATTN_CLUSTER=16
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
 TP=$!
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 36; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
