@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# On the device machine (see /work/.library/device), session 23's first call: the three knobs
+# written in session 22 and never yet run, on whichever card comes. Every kernel check
+# (`cuda-check ops --seed 37`: the cluster attention's long-row path, the run-time items'
+# `matmul_many2_steal*` checks, the default kernels with their two new arguments), e2e on the
+# 4-layer `mid` model with each knob, then the 30B-shape decode alternating the default, the
+# cluster attention (GLIMMER_ATTN_CLUSTER=16), run-time items (GLIMMER_GEMV_STEAL=1, 2, 4) and
+# the KV prefetch (GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1) at 512 keys, the cluster attention
+# against the default at 3 000 keys (its long-row path), and the launch timelines with copies
+# for GLIMMER_GEMV_STEAL 0 and 2 (their "tail idle" and "end spread" columns). Logs are tarred
+# into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
+. scripts/cuda-call-setup.sh
+( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
+TP=$!
+STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 37; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+grep -E "^(attn_.*cluster|matmul_many2_steal)" $OUT/ops.log | grep -v SUMMARY | cut -c1-150 | head -12
+STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-ac env GLIMMER_ATTN_CLUSTER=16 $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-st2 env GLIMMER_GEMV_STEAL=2 $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-kvpf env GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1 $C e2e --model $M/mid.gguf --tokens 48
+grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
+STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+bench() { # name, prefill, environment...
+  local v=$1 pf=$2; shift 2
+  STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
+  grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
+}
+bench def 512 X=1
+bench ac 512 GLIMMER_ATTN_CLUSTER=16
+bench st2 512 GLIMMER_GEMV_STEAL=2
+bench kvpf 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
+bench st1 512 GLIMMER_GEMV_STEAL=1
+bench def2 512 X=1
+bench ac2 512 GLIMMER_ATTN_CLUSTER=16
+bench st22 512 GLIMMER_GEMV_STEAL=2
+bench st4 512 GLIMMER_GEMV_STEAL=4
+bench kvpf2 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
+bench def 3000 X=1
+bench ac 3000 GLIMMER_ATTN_CLUSTER=16
+for st in 0 2; do
+  STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
+  echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log
+done
+kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
