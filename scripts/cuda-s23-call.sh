@@ -7,7 +7,8 @@
 # cluster attention (GLIMMER_ATTN_CLUSTER=16), run-time items (GLIMMER_GEMV_STEAL=1, 2, 4) and
 # the KV prefetch (GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1) at 512 keys, the cluster attention
 # against the default at 3 000 keys (its long-row path), and the launch timelines with copies
-# for GLIMMER_GEMV_STEAL 0 and 2 (their "tail idle" and "end spread" columns). Logs are tarred
+# for GLIMMER_GEMV_STEAL 0 and 2 (their "tail idle" and "end spread" columns); on an H200 two
+# rows an item and row-split teams replace the KV prefetch at 512 keys. Logs are tarred
 # into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
@@ -26,16 +27,28 @@ bench() { # name, prefill, environment...
   STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
 }
-bench def 512 X=1
-bench ac 512 GLIMMER_ATTN_CLUSTER=16
-bench st2 512 GLIMMER_GEMV_STEAL=2
-bench kvpf 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
-bench st1 512 GLIMMER_GEMV_STEAL=1
-bench def2 512 X=1
-bench ac2 512 GLIMMER_ATTN_CLUSTER=16
-bench st22 512 GLIMMER_GEMV_STEAL=2
-bench st4 512 GLIMMER_GEMV_STEAL=4
-bench kvpf2 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
+if grep -q H200 $OUT/gpu.txt; then
+  # On an H200, two rows an item and row-split teams (their shorter item chain is what the
+  # H200's GEMVs were bound by in session 21) take the KV prefetch's and st1/st4's places.
+  for r in 1 2; do
+    bench def$r 512 X=1
+    bench ac$r 512 GLIMMER_ATTN_CLUSTER=16
+    bench r2$r 512 GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
+    bench rs$r 512 GLIMMER_GEMV_TMA=2:24:3:1:2:0:1
+    bench st2$r 512 GLIMMER_GEMV_STEAL=2
+  done
+else
+  bench def 512 X=1
+  bench ac 512 GLIMMER_ATTN_CLUSTER=16
+  bench st2 512 GLIMMER_GEMV_STEAL=2
+  bench kvpf 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
+  bench st1 512 GLIMMER_GEMV_STEAL=1
+  bench def2 512 X=1
+  bench ac2 512 GLIMMER_ATTN_CLUSTER=16
+  bench st22 512 GLIMMER_GEMV_STEAL=2
+  bench st4 512 GLIMMER_GEMV_STEAL=4
+  bench kvpf2 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
+fi
 bench def 3000 X=1
 bench ac 3000 GLIMMER_ATTN_CLUSTER=16
 for st in 0 2; do
