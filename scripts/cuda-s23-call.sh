@@ -30,7 +30,7 @@ bench() { # name, prefill, environment...
 if grep -q H200 $OUT/gpu.txt; then
   # On an H200, two rows an item and row-split teams (their shorter item chain is what the
   # H200's GEMVs were bound by in session 21) take the KV prefetch's and st1/st4's places.
-  for r in 1 2; do
+  for r in $(seq ${ROUNDS:-2}); do
     bench def$r 512 X=1
     bench ac$r 512 GLIMMER_ATTN_CLUSTER=16
     bench r2$r 512 GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
@@ -43,13 +43,15 @@ else
   bench st2 512 GLIMMER_GEMV_STEAL=2
   bench kvpf 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
   bench st1 512 GLIMMER_GEMV_STEAL=1
+  [ "${ROUNDS:-2}" = 1 ] || {
   bench def2 512 X=1
   bench ac2 512 GLIMMER_ATTN_CLUSTER=16
   bench st22 512 GLIMMER_GEMV_STEAL=2
   bench st4 512 GLIMMER_GEMV_STEAL=4
   bench kvpf2 512 GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
+  }
 fi
-# SHORT=1 (a call with little device time left) stops here.
+# SHORT=1 (a call with little device time left) stops here; ROUNDS=1 halves the benches above.
 [ -n "${SHORT:-}" ] && { kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; exit 0; }
 bench def 3000 X=1
 bench ac 3000 GLIMMER_ATTN_CLUSTER=16
