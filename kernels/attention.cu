@@ -405,8 +405,12 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
 // block's; the head's other clusters leave at once. Above `cl_keys` (c splits would each walk
 // too many keys) every block of the head is a split of attn_split's kind (at most max_splits,
 // the ticket and combine_head), so long rows keep attn_split's parallelism.
-// Measured on the H100 (session 22, BENCHMARKS.md) before the long-row path existed: at 515
-// keys +0.9 % (the merge), at 3 000 keys −1.7 % (16 splits of ~190 keys against 33 of ~90).
+// Measured on the H100 (BENCHMARKS.md): at 515 keys +0.9 % (session 22) and +2.0 % (session
+// 23) against attn_split; at 3 000 keys −1.7 % before the long-row path existed and −2.1 %
+// with it (session 23: whole clusters of co-resident blocks schedule worse than attn_split's
+// free blocks). So the host launches attn_split itself for rows that may see more than
+// `cl_keys` keys (decode keeps a graph for each side, CudaBackend::graph_class); the long-row
+// path stays as the guard for a launch that finds a longer row than it was told.
 #define ATT_CL_MAX 16
 struct AttnClSmem {
     float part[ATT_CL_MAX][32];

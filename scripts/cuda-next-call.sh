@@ -1,43 +1,43 @@
 #!/usr/bin/env bash
 # On the device machine (see /work/.library/device): the checks and timings the next session
 # starts from, most wanted first, so that a call cut short at its limit still brings back the
-# first rows. For the first H200 that comes (on an H100 it goes on from session 22): every
-# kernel check (`cuda-check ops`: session 22's long-row path of the cluster attention, written
-# after the device time ran out, is checked there for the first time), e2e on the 4-layer
-# `mid` model with and without the cluster attention, then the 30B-shape decode for the
-# default, the cluster attention (`GLIMMER_ATTN_CLUSTER=16`: at 515 keys it merges in the
-# cluster, at 3 000 its long-row path must match the default), two rows an item
-# (`GLIMMER_GEMV_TMA=2:24:2:1:2:0:1`) and a row a warp of each team of two (`2:24:3:1:2:0:1`;
-# both shorten the items' chain, which binds the H200's GEMVs and not the H100's), and the
-# launch timelines without weight copies (KT_NOLOAD=1, the items' own chain; BENCHMARKS.md
-# session 21 says why). Logs are tarred into $OUT/logs.tgz every 30 s (a call returns at most
-# eight files). Carries a stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh).
+# first rows. Session 23 made the cluster attention the default (GLIMMER_ATTN_CLUSTER=16) with
+# decode's two graphs (steps whose rows see at most GLIMMER_ATTN_CLUSTER_KEYS = 640 keys
+# replay a graph of cluster launches, later steps one of attn_split launches), written after
+# its device time was spent: every kernel check (`ops`: the host's routing of long rows to
+# attn_split, `_keys64` / `_cluster_long`, and the in-launch long-row path, `_inlaunch`), e2e
+# on the 4-layer `mid` model by default, with the clusters' keys at 24 (so 48 tokens cross
+# into the second graph: "decode graphs captured: 2", graph bit-identical to eager) and with
+# the clusters off, then the 30B-shape decode, default against GLIMMER_ATTN_CLUSTER=0 at 512
+# keys (the cluster graph) and at 3 000 keys (the attn_split graph: the two should match),
+# and on an H200 two rows an item and row-split teams (their shorter item chain is what bound
+# the H200's GEMVs in session 21). Logs are tarred into $OUT/logs.tgz every 30 s. Carries a
+# stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh). SHORT=1 skips 3 000 keys.
 . scripts/cuda-call-setup.sh
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
 TP=$!
-STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 37; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
-grep -E "^attn_.*cluster" $OUT/ops.log | grep -v SUMMARY | cut -c1-150 | head -12
+STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 39; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+grep -E "^attn_.*(keys64|_long|inlaunch)" $OUT/ops.log | grep -v SUMMARY | cut -c1-150 | head -12
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
 STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-ac env GLIMMER_ATTN_CLUSTER=16 $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-k24 env GLIMMER_ATTN_CLUSTER_KEYS=24 $C e2e --model $M/mid.gguf --tokens 48
+STEP_TIMEOUT=40 TAIL=1 step e2e-mid-ac0 env GLIMMER_ATTN_CLUSTER=0 $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
 STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
 bench() { # name, prefill, environment...
   local v=$1 pf=$2; shift 2
-  STEP_TIMEOUT=100 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
+  STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
 }
-bench def 512 X=1
-bench ac 512 GLIMMER_ATTN_CLUSTER=16
-bench r2 512 GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
-bench rs 512 GLIMMER_GEMV_TMA=2:24:3:1:2:0:1
-bench def2 512 X=1
-bench ac2 512 GLIMMER_ATTN_CLUSTER=16
-bench def 3000 X=1
-bench ac 3000 GLIMMER_ATTN_CLUSTER=16
-for v in def r2 rs; do
-  case $v in def) T=1;; r2) T=2:24:2:1:2:0:1;; rs) T=2:24:3:1:2:0:1;; esac
-  STEP_TIMEOUT=50 TAIL=0 step noload-$v env GLIMMER_GEMV_TMA=$T "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1" $C timeline --model $M/full.gguf --prefill 512
-  echo "== no copies, $v ($T)"; grep -E "sums|^  shape" $OUT/noload-$v.log
+for r in 1 2; do
+  bench def$r 512 X=1
+  bench ac0$r 512 GLIMMER_ATTN_CLUSTER=0
+  if grep -q H200 $OUT/gpu.txt; then
+    bench r2$r 512 GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
+    bench rs$r 512 GLIMMER_GEMV_TMA=2:24:3:1:2:0:1
+  fi
 done
+[ -n "${SHORT:-}" ] && { kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; exit 0; }
+bench def 3000 X=1
+bench ac0 3000 GLIMMER_ATTN_CLUSTER=0
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l

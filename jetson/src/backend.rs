@@ -14,6 +14,7 @@ use glimmer_core::model::{ModelSpec, Tensor, Weights};
 use crate::fns::raw;
 use crate::gpu::{Arg, DevMem, Gpu};
 use crate::kv::KvLayout;
+use crate::ops::ATT_CL_MAX;
 use crate::weights::{DeviceTensor, DeviceWeights};
 use crate::CudaError;
 
@@ -235,8 +236,11 @@ pub struct CudaBackend {
     /// whichever team asks first, so that blocks on multiprocessors that stream their rows
     /// faster take more of them and a launch's blocks end together (with static items the
     /// 30B shape's FFN gate/up blocks end up to 12 µs apart on the H100, session 22). 0: off.
-    /// `$GLIMMER_GEMV_STEAL` (a measuring knob, off by default: written in session 22 after
-    /// its device time was spent, not yet run on a GPU).
+    /// `$GLIMMER_GEMV_STEAL` (a measuring knob, off by default). Measured on the H100 in
+    /// session 23 (BENCHMARKS.md): correct (`cuda-check ops`, e2e), but the 30B decode loses
+    /// 4–7 % (138.9 → 130.9, 129.2 and 133.6 tok/s with 1, 2 and 4 rounds; the GEMVs 6.03 →
+    /// 6.3–6.6 ms), most likely because a team grabbing one item ahead keeps its ring one
+    /// item deep in those rounds.
     pub gemv_steal: u32,
     /// The run-time item counters ([`Self::gemv_steal`]): `GRAB_COUNTERS` u32, one for each
     /// such launch of a forward pass; the pass's first one zeroes the others.
@@ -290,19 +294,28 @@ pub struct CudaBackend {
     /// (kernels/attention.cu) takes a row of at most [`Self::attn_cluster_keys`] visible keys
     /// in at most that many splits, one a block, and merges them in distributed shared memory
     /// after one cluster barrier instead of through global memory and a ticket; longer rows
-    /// take attn_split's splits and ticket in the same launch. `$GLIMMER_ATTN_CLUSTER` (0 or 1:
-    /// off; unset: off, 16 is the value to measure). Measured on the H100 in session 22
-    /// (BENCHMARKS.md), before the long-row path: 141.5–141.8 → 142.9–143.1 tok/s on the 30B
-    /// shape at 515 keys (attention 0.47 → 0.40 ms a token), but 136.2–136.3 → 133.9–134.1 at
-    /// 3 000 keys (16 splits of ~190 keys against 33 of ~90); clusters of 8 lose at 515
-    /// (141.1–141.3: each block's walk over its keys gets longer than the merge saves). Off by
-    /// default until the long-row path is measured.
+    /// take attn_split's splits and ticket in the same launch. A launch whose rows may see
+    /// more keys than that (`graph_keys`; eager: its own positions, capped by the
+    /// layer's window) runs attn_split itself, so a decode graph serves either the rows the
+    /// clusters take or longer ones ([`Self::graph_class`]: the runner keeps one graph of each).
+    /// `$GLIMMER_ATTN_CLUSTER` (0 or 1: off; unset: 16). Measured on the H100 (BENCHMARKS.md):
+    /// at 515 keys 141.5–141.8 → 142.9–143.1 tok/s on the 30B shape in session 22 and
+    /// 138.9–139.0 → 141.6–141.7 in session 23 (attention 0.50 → 0.36 ms a token); at 3 000
+    /// keys the in-launch long-row path lost (session 23: 133.7 → 130.8–130.9 tok/s, attention
+    /// 0.77 → 0.93 ms: clusters of 16 co-resident blocks schedule worse than free blocks), which
+    /// is why such rows now take attn_split's own launch, the same launches as with this off.
+    /// Clusters of 8 lose at 515 (141.1–141.3: each block's walk over its keys gets longer than
+    /// the merge saves).
     pub attn_cluster: u32,
     /// The most visible keys a row may have for [`Self::attn_cluster`]'s clusters to take it
-    /// (`$GLIMMER_ATTN_CLUSTER_KEYS`, default 640: between session 22's gain at 515 keys and
-    /// its loss at 3 000, where 16 splits of 40 keys should still beat 33 of ~20 and a merge
-    /// through global memory; not yet measured).
+    /// (`$GLIMMER_ATTN_CLUSTER_KEYS`, default 640: between the gain at 515 keys and the loss
+    /// at 3 000, where 16 splits of 40 keys should still beat 33 of ~20 and a merge through
+    /// global memory; not swept).
     pub attn_cluster_keys: u32,
+    /// While a decode graph is captured: the most visible keys any row of the steps it will be
+    /// replayed for may have (before the layer's window caps it), set by the runner from
+    /// [`Self::graph_class`]; `None` when eager, where each launch's own positions decide.
+    pub(crate) graph_keys: Option<u32>,
     /// How many attention launches ran over clusters ([`Self::attn_cluster`]; checks read
     /// it).
     pub cluster_attns: u64,
@@ -452,6 +465,37 @@ impl CudaBackend {
     /// the counters of the ones after it (checks read it).
     pub fn grab_ordinal(&self) -> usize {
         self.grab_ordinal
+    }
+
+    /// Makes the following launches assume their rows see at most `keys` keys, as while a
+    /// decode graph is captured (`graph_keys`; `None`: their own positions decide).
+    /// For checks: a bound below a row's keys takes `attn_split_cl`'s in-launch long-row path,
+    /// which the runner's graphs never need.
+    pub fn set_graph_keys(&mut self, keys: Option<u32>) {
+        self.graph_keys = keys;
+    }
+
+    /// Which of the runner's two decode graphs serves a step at `pos` (0: rows the attention
+    /// clusters take, 1: longer ones), and the most visible keys that graph's rows may have
+    /// (`graph_keys` while it is captured): see the function `graph_class` in this module.
+    pub fn graph_class(&self, pos: u32) -> (usize, u32) {
+        let on = (2..=ATT_CL_MAX).contains(&self.attn_cluster);
+        graph_class(on, self.attn_cluster_keys, pos)
+    }
+}
+
+/// The decode graph a one-token step at `pos` replays, with the bound on its rows' visible
+/// keys: with the attention clusters on (`clusters`), steps whose row sees at most
+/// `cluster_keys` keys (`pos + 1` before a window caps it) share graph 0, captured with the
+/// cluster launches, and later steps graph 1, whose launches are attn_split's where a
+/// layer's rows can outgrow the clusters; with them off every step shares graph 0.
+pub fn graph_class(clusters: bool, cluster_keys: u32, pos: u32) -> (usize, u32) {
+    if clusters && pos.saturating_add(1) <= cluster_keys {
+        (0, cluster_keys)
+    } else if clusters {
+        (1, u32::MAX)
+    } else {
+        (0, u32::MAX)
     }
 }
 
@@ -722,9 +766,10 @@ impl CudaBackend {
             fuse_prep: env_on("GLIMMER_FUSE_PREP"),
             norm_cluster: cluster_from_env("GLIMMER_NORM_CLUSTER", 16),
             cluster_norms: 0,
-            attn_cluster: cluster_from_env("GLIMMER_ATTN_CLUSTER", 0),
+            attn_cluster: cluster_from_env("GLIMMER_ATTN_CLUSTER", 16),
             attn_cluster_keys: env_num::<u32>("GLIMMER_ATTN_CLUSTER_KEYS")
                 .map_or(640, |k| k.min(i32::MAX as u32)),
+            graph_keys: None,
             cluster_attns: 0,
             pending_prep: None,
             fused_prep: 0,
@@ -945,7 +990,23 @@ impl CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_prefetch, NextWeights};
+    use super::{graph_class, parse_prefetch, NextWeights};
+
+    #[test]
+    fn graph_class_parts_steps_at_the_cluster_keys() {
+        // Clusters on, 640 keys: positions 0..=639 see at most 640 keys (graph 0, bound 640);
+        // from 640 on a row may see more (graph 1, no bound).
+        assert_eq!(graph_class(true, 640, 0), (0, 640));
+        assert_eq!(graph_class(true, 640, 639), (0, 640));
+        assert_eq!(graph_class(true, 640, 640), (1, u32::MAX));
+        assert_eq!(graph_class(true, 640, 2999), (1, u32::MAX));
+        assert_eq!(graph_class(true, 640, u32::MAX), (1, u32::MAX));
+        // No keys at all for the clusters: every step is graph 1.
+        assert_eq!(graph_class(true, 0, 0), (1, u32::MAX));
+        // Clusters off: one graph for every step.
+        assert_eq!(graph_class(false, 640, 0), (0, u32::MAX));
+        assert_eq!(graph_class(false, 640, 5000), (0, u32::MAX));
+    }
 
     #[test]
     fn next_weights_follow_the_last_step() {

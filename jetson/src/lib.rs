@@ -44,12 +44,13 @@
 //!   to start beside a running bulk-copy GEMV block, their sums meeting in distributed shared
 //!   memory in one exchange a norm, with no block barriers ([`CudaBackend::norm_cluster`];
 //!   +0.4–0.8 % on the H100, then +2 % with the one exchange: 138.2–138.6 → 140.7–141.2 tok/s).
-//! - **Decode attention over a cluster a head** (9.0 and later, off by default until its
-//!   long-row path is measured): a head's splits, one a block of a 16-block cluster, merge in
-//!   distributed shared memory after one cluster barrier instead of through global memory and
-//!   an atomic ticket, for rows of at most [`CudaBackend::attn_cluster_keys`] keys
-//!   ([`CudaBackend::attn_cluster`]; on the H100 +0.9 % at 515 keys, but −1.7 % at 3 000
-//!   before rows that long took attn_split's splits in the same launch).
+//! - **Decode attention over a cluster a head** (9.0 and later): a head's splits, one a block
+//!   of a 16-block cluster, merge in distributed shared memory after one cluster barrier
+//!   instead of through global memory and an atomic ticket, for rows of at most
+//!   [`CudaBackend::attn_cluster_keys`] keys ([`CudaBackend::attn_cluster`]; on the H100
+//!   +0.9–2.0 % at 515 keys). Longer rows lose over clusters (−2 % at 3 000 keys), so they
+//!   launch attn_split: decode keeps two graphs, one for the steps whose rows the clusters
+//!   take and one for later steps ([`CudaBackend::graph_class`], [`CudaModel`]).
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
@@ -78,8 +79,8 @@
 //! 3 a row of each two-row item a warp of a team, [`TmaGemv::item_rows`]),
 //! `GLIMMER_NORM_CLUSTER` (blocks a cluster for the wide q8 norms, 16 by default on sm_90;
 //! `0`: one block, [`CudaBackend::norm_cluster`]), `GLIMMER_ATTN_CLUSTER` (blocks a head for
-//! one-row attention over a cluster, 2..=16 on sm_90; unset or `0`: `attn_split`'s splits and
-//! ticket, [`CudaBackend::attn_cluster`]) and `GLIMMER_ATTN_CLUSTER_KEYS` (the longest row it
+//! one-row attention over a cluster, 2..=16 on sm_90, 16 by default; `0`: `attn_split`'s
+//! splits and ticket, [`CudaBackend::attn_cluster`]) and `GLIMMER_ATTN_CLUSTER_KEYS` (the longest row it
 //! takes, [`CudaBackend::attn_cluster_keys`]), `GLIMMER_GEMV_STEAL` (rounds at the end of each
 //! default bulk-copy launch whose items go to whichever team asks first,
 //! [`CudaBackend::gemv_steal`]), `GLIMMER_FLAG_HOP` (1: a one-row norm

@@ -72,10 +72,13 @@ struct AttnLaunch {
     q8: bool,
     /// Dims of each value head.
     head_dim_v: usize,
+    /// The most visible keys a row of this launch may have: its own rows' when eager, the
+    /// graph's bound ([`CudaBackend::graph_keys`]) when captured, capped by the window.
+    keys: u32,
 }
 
 /// Most blocks a head `attn_split_cl` takes (`ATT_CL_MAX`, kernels/attention.cu).
-const ATT_CL_MAX: u32 = 16;
+pub(crate) const ATT_CL_MAX: u32 = 16;
 
 /// What a one-row multi-GEMV launch does besides the matmuls: the norms after a branch
 /// (`matmul_norm_fused`: one matrix) or, with the bulk-copy kernel, `attn_inputs`
@@ -1429,8 +1432,11 @@ impl CudaBackend {
             Arg::P(aq),
             Arg::P(ads),
         ];
+        let seen = self.graph_keys.unwrap_or(max_pos as u32 + 1);
+        let keys = p.window.map_or(seen, |w| seen.min(w));
         Ok(Some(AttnLaunch {
             args,
+            keys,
             grid: (p.n_head as u32, splits as u32, rows as u32),
             out: op,
             rows,
@@ -1453,8 +1459,9 @@ impl CudaBackend {
     }
 
     /// The `attn_split` launch of [`Self::attn_args`]' making, or at one row `attn_split_cl`
-    /// over clusters of [`CudaBackend::attn_cluster`] blocks a head where that is on and the
-    /// heads' values are whole warps that many blocks can merge (kernels/attention.cu).
+    /// over clusters of [`CudaBackend::attn_cluster`] blocks a head where that is on, the
+    /// heads' values are whole warps that many blocks can merge (kernels/attention.cu), and
+    /// no row may see more than [`CudaBackend::attn_cluster_keys`] keys.
     fn launch_attn(&mut self, a: &AttnLaunch) -> Result<(), CudaError> {
         let mut all = [Arg::I(0); ATT_ARGS + 3];
         all[..ATT_ARGS].copy_from_slice(&a.args);
@@ -1464,7 +1471,8 @@ impl CudaBackend {
             && (2..=ATT_CL_MAX).contains(&c)
             && self.gpu.compute_capability().0 >= 9
             && a.head_dim_v.is_multiple_of(32)
-            && a.head_dim_v <= 32 * c as usize;
+            && a.head_dim_v <= 32 * c as usize
+            && a.keys <= self.attn_cluster_keys;
         if cluster {
             // Whole clusters covering the split count, for rows longer than the clusters
             // take (attn_split's splits then).

@@ -11,15 +11,18 @@ use crate::CudaError;
 /// A forward-call failure on the CUDA backend.
 pub type CudaForwardError = ForwardError<CudaError>;
 
-/// One model on the device: the backend, and the captured decode-step graph.
+/// One model on the device: the backend, and the captured decode-step graphs.
 ///
-/// The graph holds the kernels of one forward call of one token with `LogitRows::Last`. Its
+/// A graph holds the kernels of one forward call of one token with `LogitRows::Last`. Its
 /// token, position and KV slot are read from device memory, so it is captured once (at the
-/// first graph step) and replayed for every later token, position and session.
+/// first graph step it serves) and replayed for every later token, position and session of
+/// its class: [`CudaBackend::graph_class`] parts the steps whose attention rows the
+/// thread-block clusters take from longer ones, which launch attn_split, so there are at
+/// most two graphs.
 pub struct CudaModel<'m, 'w> {
     model: Model<'m, 'w>,
     backend: CudaBackend,
-    graph: Option<CudaGraph>,
+    graphs: [Option<CudaGraph>; 2],
 }
 
 impl<'m, 'w> CudaModel<'m, 'w> {
@@ -37,7 +40,7 @@ impl<'m, 'w> CudaModel<'m, 'w> {
                 layout,
             },
             backend,
-            graph: None,
+            graphs: [None, None],
         }
     }
 
@@ -52,15 +55,15 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         (&self.model, &mut self.backend)
     }
 
-    /// Drops the captured decode graph (the next graph step captures a new one, with the
+    /// Drops the captured decode graphs (the next graph step captures a new one, with the
     /// launch settings then in force).
     pub fn drop_graph(&mut self) {
-        self.graph = None;
+        self.graphs = [None, None];
     }
 
-    /// Whether a decode graph has been captured.
-    pub fn has_graph(&self) -> bool {
-        self.graph.is_some()
+    /// How many decode graphs have been captured (0, 1 or 2).
+    pub fn graphs(&self) -> usize {
+        self.graphs.iter().flatten().count()
     }
 
     /// Runs `tokens` at positions `pos0..` of `slot` eagerly (in chunks of the layout's
@@ -92,7 +95,7 @@ impl<'m, 'w> CudaModel<'m, 'w> {
 
     /// One decode step: `token` at `pos` of `slot`, logits of that token left in the layout's
     /// `logits` region; returns their argmax. With `graph` the step replays the captured
-    /// graph (capturing it first if needed), otherwise it launches every kernel.
+    /// graph of its class (capturing it first if needed), otherwise it launches every kernel.
     pub fn decode_step(
         &mut self,
         slot: usize,
@@ -106,10 +109,11 @@ impl<'m, 'w> CudaModel<'m, 'w> {
             self.model
                 .forward(&mut self.backend, &[token], pos, LogitRows::Last)?;
         } else {
-            if self.graph.is_none() {
-                self.capture(token, pos)?;
+            let (class, keys) = self.backend.graph_class(pos);
+            if self.graphs[class].is_none() {
+                self.graphs[class] = Some(self.capture(token, pos, keys)?);
             }
-            let g = self.graph.as_ref().ok_or(CudaError::Graph)?;
+            let g = self.graphs[class].as_ref().ok_or(CudaError::Graph)?;
             self.backend.qx = None;
             g.launch().map_err(CudaError::from)?;
         }
@@ -117,23 +121,25 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         Ok(self.backend.argmax(self.model.layout.logits.prefix(n))?)
     }
 
-    /// Captures one decode step (the inputs are already on the device).
-    fn capture(&mut self, token: u32, pos: u32) -> Result<(), CudaForwardError> {
+    /// Captures one decode step (the inputs are already on the device) for steps whose rows
+    /// see at most `keys` keys.
+    fn capture(&mut self, token: u32, pos: u32, keys: u32) -> Result<CudaGraph, CudaForwardError> {
         let gpu = self.backend.gpu().clone();
         gpu.begin_capture()?;
         self.backend.capturing = true;
+        self.backend.graph_keys = Some(keys);
         self.backend.qx = None;
         let r = self
             .model
             .forward(&mut self.backend, &[token], pos, LogitRows::Last)
             .and_then(|n| Ok(self.backend.flush_pending().map(|()| n)?));
         self.backend.capturing = false;
+        self.backend.graph_keys = None;
         self.backend.qx = None;
         // End the capture whatever happened, so the stream is usable again.
         let g = gpu.end_capture();
         r?;
-        self.graph = Some(g?);
-        Ok(())
+        Ok(g?)
     }
 
     /// Copies `n` values of the logits region to `dst`.

@@ -165,8 +165,20 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
         ok &= tally.real == 0;
     }
 
-    // Which fused paths the decode steps took (a knob that silently fell back shows as 0).
+    // Graph decode keeps one graph for the steps whose rows the attention clusters take and
+    // one for later steps (CudaBackend::graph_class): both exist once the tokens pass the
+    // clusters' keys (`GLIMMER_ATTN_CLUSTER_KEYS` below the token count takes that path).
+    let graphs = m.graphs();
     let b = m.backend();
+    let split = (2..=16).contains(&b.attn_cluster) && n > b.attn_cluster_keys as usize;
+    let want = 1 + usize::from(split);
+    println!("  decode graphs captured: {graphs} (expected {want})");
+    if graphs != want {
+        println!("  decode graphs: {graphs} captured, expected {want}  FAIL");
+        ok = false;
+    }
+
+    // Which fused paths the decode steps took (a knob that silently fell back shows as 0).
     println!(
         "  decode launches: {} bulk-copy ({} teams of four, {} deeper first rings, {} a row a warp), {} fused norms, {} deferred norms taken, {} cluster norms, {} cluster attentions, {} flag hops, {} attn_inputs taken by attention, {} with run-time items",
         b.gemv_tma_launches, b.gemv_tma_wide_launches, b.gemv_tma_deep_launches, b.gemv_tma_rowsplit_launches, b.fused_norms, b.deferred_norms, b.cluster_norms, b.cluster_attns, b.flag_hops, b.fused_prep, b.gemv_steal_launches

@@ -1296,26 +1296,42 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         let q = buf(C, pos.len() * N_HEAD * HEAD);
         let out = buf(D, pos.len() * N_HEAD * HEAD);
         p.put(q, &rng.vec(q.len, 1.0))?;
-        // (cluster size, most keys a cluster takes): pos199 has 200 keys, so at 64 it takes
+        // (cluster size, most keys a cluster takes, in-launch): global pos199 has 200 keys,
+        // so at 64 the host launches attn_split (the sliding layer's 16 keys still cluster),
+        // unless the launch is told its rows fit (as a captured graph's are), when it takes
         // attn_split_cl's long-row path (attn_split's splits in that launch).
-        let sizes: &[(u32, u32)] = if pos.len() == 1 {
-            &[(16, 640), (4, 640), (2, 640), (16, 64), (0, 640)]
+        let visible = pos.iter().max().map_or(0, |&m| m + 1);
+        let visible = window.map_or(visible, |w| visible.min(w));
+        let sizes: &[(u32, u32, bool)] = if pos.len() == 1 {
+            &[
+                (16, 640, false),
+                (4, 640, false),
+                (2, 640, false),
+                (16, 64, false),
+                (16, 64, true),
+                (0, 640, false),
+            ]
         } else {
-            &[(16, 640)]
+            &[(16, 640, false)]
         };
-        for &(cl, keys) in sizes {
+        for &(cl, keys, inlaunch) in sizes {
             p.cu.attn_cluster = cl;
             p.cu.attn_cluster_keys = keys;
+            p.cu.set_graph_keys(inlaunch.then_some(keys));
             let before = p.cu.cluster_attns;
             p.poison(out)?;
-            p.run(|b| b.b_attention(&prm, q, &pos, out))?;
-            let tag = match (pos.len(), cl, keys) {
-                (1, 0, _) => format!("{name}_splits"),
-                (1, _, 640) => format!("{name}_cluster{cl}"),
-                (1, _, _) => format!("{name}_cluster{cl}_keys{keys}"),
+            let r = p.run(|b| b.b_attention(&prm, q, &pos, out));
+            p.cu.set_graph_keys(None);
+            r?;
+            let tag = match (pos.len(), cl, keys, inlaunch) {
+                (1, 0, _, _) => format!("{name}_splits"),
+                (1, _, 640, _) => format!("{name}_cluster{cl}"),
+                (1, _, _, false) => format!("{name}_cluster{cl}_keys{keys}"),
+                (1, _, _, true) => format!("{name}_cluster{cl}_keys{keys}_inlaunch"),
                 _ => name.to_owned(),
             };
-            let want = u64::from(pos.len() == 1 && cl >= 2 && sm90);
+            let want =
+                u64::from(pos.len() == 1 && cl >= 2 && sm90 && (inlaunch || visible <= keys));
             if p.cu.cluster_attns - before != want {
                 println!(
                     "{tag}: {} cluster attention launches, expected {want}  FAIL",
@@ -1384,19 +1400,22 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 let gate = buf(B, out.len);
                 p.put(gate, &rng.vec(gate.len, 2.0))?;
                 // At one row also over clusters (attn_split_cl), short rows (merged in the
-                // cluster) and, with a threshold below these rows' keys, long ones
-                // (attn_split's splits in the same launch).
-                let variants: &[(&str, u32, u32)] = match rows {
+                // cluster) and, with a threshold below these rows' keys, long ones: attn_split
+                // launched for the global layer (the sliding one's 16 keys still cluster), or
+                // attn_split's splits in the cluster launch when it is told the rows fit.
+                let variants: &[(&str, u32, u32, bool)] = match rows {
                     1 => &[
-                        ("", 0, 640),
-                        ("_cluster", 16, 640),
-                        ("_cluster_long", 16, 64),
+                        ("", 0, 640, false),
+                        ("_cluster", 16, 640, false),
+                        ("_cluster_long", 16, 64, false),
+                        ("_cluster_inlaunch", 16, 64, true),
                     ],
-                    _ => &[("", 0, 640)],
+                    _ => &[("", 0, 640, false)],
                 };
-                for &(suffix, cl, keys) in variants {
+                for &(suffix, cl, keys, inlaunch) in variants {
                     let saved = (p.cu.attn_cluster, p.cu.attn_cluster_keys);
                     (p.cu.attn_cluster, p.cu.attn_cluster_keys) = (cl, keys);
+                    p.cu.set_graph_keys(inlaunch.then_some(keys));
                     let before = p.cu.cluster_attns;
                     let tag = format!("{tag}{suffix}");
                     p.poison(out)?;
@@ -1417,8 +1436,14 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                         matmul_tol(GgmlType::Q4_K),
                     )?;
                     (p.cu.attn_cluster, p.cu.attn_cluster_keys) = saved;
+                    p.cu.set_graph_keys(None);
                     let n = p.cu.cluster_attns - before;
-                    let want = if cl >= 2 && sm90 { 2 } else { 0 };
+                    let fits = inlaunch || window.is_some_and(|w| w <= keys);
+                    let want = if cl >= 2 && sm90 && (keys == 640 || fits) {
+                        2
+                    } else {
+                        0
+                    };
                     if n != want {
                         println!("{tag}: {n} cluster attention launches, expected {want}  FAIL");
                         ok = false;
