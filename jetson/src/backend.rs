@@ -479,7 +479,10 @@ impl CudaBackend {
     /// clusters take, 1: longer ones), and the most visible keys that graph's rows may have
     /// (`graph_keys` while it is captured): see the function `graph_class` in this module.
     pub fn graph_class(&self, pos: u32) -> (usize, u32) {
-        let on = (2..=ATT_CL_MAX).contains(&self.attn_cluster);
+        // The clusters' launch needs compute capability 9.0 (not Orin's 8.7): without it one
+        // graph serves every step.
+        let on =
+            (2..=ATT_CL_MAX).contains(&self.attn_cluster) && self.gpu.compute_capability().0 >= 9;
         graph_class(on, self.attn_cluster_keys, pos)
     }
 }
