@@ -1438,12 +1438,9 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     (p.cu.attn_cluster, p.cu.attn_cluster_keys) = saved;
                     p.cu.set_graph_keys(None);
                     let n = p.cu.cluster_attns - before;
-                    let fits = inlaunch || window.is_some_and(|w| w <= keys);
-                    let want = if cl >= 2 && sm90 && (keys == 640 || fits) {
-                        2
-                    } else {
-                        0
-                    };
+                    let seen = pos.iter().max().map_or(0, |&m| m + 1);
+                    let fits = inlaunch || window.map_or(seen, |w| seen.min(w)) <= keys;
+                    let want = if cl >= 2 && sm90 && fits { 2 } else { 0 };
                     if n != want {
                         println!("{tag}: {n} cluster attention launches, expected {want}  FAIL");
                         ok = false;
