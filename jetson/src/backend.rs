@@ -239,8 +239,9 @@ pub struct CudaBackend {
     /// `$GLIMMER_GEMV_STEAL` (a measuring knob, off by default). Measured on the H100 in
     /// session 23 (BENCHMARKS.md): correct (`cuda-check ops`, e2e), but the 30B decode loses
     /// 4–7 % (138.9 → 130.9, 129.2 and 133.6 tok/s with 1, 2 and 4 rounds; the GEMVs 6.03 →
-    /// 6.3–6.6 ms), most likely because a team grabbing one item ahead keeps its ring one
-    /// item deep in those rounds.
+    /// 6.3–6.6 ms). Why is not known: the rings stay `stages` deep (a grabbed item is asked
+    /// for `stages` items ahead, like a static one); one suspect is the launch's single
+    /// counter, which ~1 500 team leaders hit at once each round.
     pub gemv_steal: u32,
     /// The run-time item counters ([`Self::gemv_steal`]): `GRAB_COUNTERS` u32, one for each
     /// such launch of a forward pass; the pass's first one zeroes the others.
