@@ -14,7 +14,6 @@ use glimmer_core::model::{ModelSpec, Tensor, Weights};
 use crate::fns::raw;
 use crate::gpu::{Arg, DevMem, Gpu};
 use crate::kv::KvLayout;
-use crate::ops::ATT_CL_MAX;
 use crate::weights::{DeviceTensor, DeviceWeights};
 use crate::CudaError;
 
@@ -480,11 +479,15 @@ impl CudaBackend {
     /// clusters take, 1: longer ones), and the most visible keys that graph's rows may have
     /// (`graph_keys` while it is captured): see the function `graph_class` in this module.
     pub fn graph_class(&self, pos: u32) -> (usize, u32) {
-        // The clusters' launch needs compute capability 9.0 (not Orin's 8.7): without it one
+        // Where the clusters cannot run (compute capability below 9.0, as Orin's 8.7) one
         // graph serves every step.
-        let on =
-            (2..=ATT_CL_MAX).contains(&self.attn_cluster) && self.gpu.compute_capability().0 >= 9;
-        graph_class(on, self.attn_cluster_keys, pos)
+        graph_class(self.attn_clusters_on(), self.attn_cluster_keys, pos)
+    }
+
+    /// Whether one-row attention may run over clusters at all ([`Self::attn_cluster`] in
+    /// 2..=16 and compute capability 9.0 or later); the launch adds its head's conditions.
+    pub(crate) fn attn_clusters_on(&self) -> bool {
+        (2..=ATT_CL_MAX).contains(&self.attn_cluster) && self.gpu.compute_capability().0 >= 9
     }
 }
 
@@ -502,6 +505,9 @@ pub fn graph_class(clusters: bool, cluster_keys: u32, pos: u32) -> (usize, u32) 
         (0, u32::MAX)
     }
 }
+
+/// Most blocks a head `attn_split_cl` takes (`ATT_CL_MAX`, kernels/attention.cu).
+const ATT_CL_MAX: u32 = 16;
 
 /// A cluster size from `$name`: unset, `unset`; a number in 2..=16, that; anything else, 0
 /// (off).

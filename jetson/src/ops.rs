@@ -77,9 +77,6 @@ struct AttnLaunch {
     keys: u32,
 }
 
-/// Most blocks a head `attn_split_cl` takes (`ATT_CL_MAX`, kernels/attention.cu).
-pub(crate) const ATT_CL_MAX: u32 = 16;
-
 /// What a one-row multi-GEMV launch does besides the matmuls: the norms after a branch
 /// (`matmul_norm_fused`: one matrix) or, with the bulk-copy kernel, `attn_inputs`
 /// (`qkv_attn_inputs`: the Q, K, V and gate matrices).
@@ -1468,14 +1465,14 @@ impl CudaBackend {
         all[ATT_ARGS..ATT_ARGS + 2].copy_from_slice(&self.attn_next_args(a.rows));
         let c = self.attn_cluster;
         let cluster = a.rows == 1
-            && (2..=ATT_CL_MAX).contains(&c)
-            && self.gpu.compute_capability().0 >= 9
+            && self.attn_clusters_on()
             && a.head_dim_v.is_multiple_of(32)
             && a.head_dim_v <= 32 * c as usize
             && a.keys <= self.attn_cluster_keys;
         if cluster {
-            // Whole clusters covering the split count, for rows longer than the clusters
-            // take (attn_split's splits then).
+            // Whole clusters covering the split count: a row longer than `attn_cluster_keys`
+            // (only where a launch was told otherwise, as `set_graph_keys` does) takes
+            // attn_split's splits inside the launch.
             all[ATT_ARGS + 2] = Arg::int(self.attn_cluster_keys as usize)?;
             let x = a.grid.1.div_ceil(c) * c;
             self.gpu.launch_ex(

@@ -1247,6 +1247,13 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
 
 /// KV store and attention over a global and a sliding (ring) layer, decode (split-K) and
 /// prefill, with the device reading KV slot 1 after slot 0 was filled with other data.
+/// The most keys a query at `pos` sees: up to and including the last position, at most
+/// `window` of them on a sliding layer.
+fn visible_keys(pos: &[u32], window: Option<u32>) -> u32 {
+    let seen = pos.iter().max().map_or(0, |&m| m + 1);
+    window.map_or(seen, |w| seen.min(w))
+}
+
 fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     let kd = N_HEAD_KV * HEAD;
     let n_pos = 200usize;
@@ -1300,8 +1307,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         // so at 64 the host launches attn_split (the sliding layer's 16 keys still cluster),
         // unless the launch is told its rows fit (as a captured graph's are), when it takes
         // attn_split_cl's long-row path (attn_split's splits in that launch).
-        let visible = pos.iter().max().map_or(0, |&m| m + 1);
-        let visible = window.map_or(visible, |w| visible.min(w));
+        let visible = visible_keys(&pos, window);
         let sizes: &[(u32, u32, bool)] = if pos.len() == 1 {
             &[
                 (16, 640, false),
@@ -1438,8 +1444,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     (p.cu.attn_cluster, p.cu.attn_cluster_keys) = saved;
                     p.cu.set_graph_keys(None);
                     let n = p.cu.cluster_attns - before;
-                    let seen = pos.iter().max().map_or(0, |&m| m + 1);
-                    let fits = inlaunch || window.map_or(seen, |w| seen.min(w)) <= keys;
+                    let fits = inlaunch || visible_keys(&pos, window) <= keys;
                     let want = if cl >= 2 && sm90 && fits { 2 } else { 0 };
                     if n != want {
                         println!("{tag}: {n} cluster attention launches, expected {want}  FAIL");
