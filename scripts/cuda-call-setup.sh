@@ -7,3 +7,10 @@ M=/tmp/glimmer-models; export GLIMMER_CUDA_CACHE=$M/kernel-cache; mkdir -p $M
 chmod +x devcarry/*; . scripts/cuda-libs.sh
 C=devcarry/cuda-check
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
+# The 30B-shape decode bench as the calls run it (after `synth --full` into $M/full.gguf),
+# into $OUT/bench-NAME-PREFILL.log, its figures echoed: bench NAME PREFILL [VAR=VALUE ...].
+bench() { # name, prefill, environment...
+  local v=$1 pf=$2; shift 2
+  STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
+  grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
+}

@@ -24,11 +24,6 @@ STEP_TIMEOUT=40 TAIL=1 step e2e-mid-k24 env GLIMMER_ATTN_CLUSTER_KEYS=24 $C e2e 
 STEP_TIMEOUT=40 TAIL=1 step e2e-mid-ac0 env GLIMMER_ATTN_CLUSTER=0 $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
 STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
-bench() { # name, prefill, environment...
-  local v=$1 pf=$2; shift 2
-  STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
-  grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
-}
 for r in 1 2; do
   bench def$r 512 X=1
   bench ac0$r 512 GLIMMER_ATTN_CLUSTER=0

@@ -22,11 +22,6 @@ STEP_TIMEOUT=40 TAIL=1 step e2e-mid-st2 env GLIMMER_GEMV_STEAL=2 $C e2e --model 
 STEP_TIMEOUT=40 TAIL=1 step e2e-mid-kvpf env GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1 $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
 STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
-bench() { # name, prefill, environment...
-  local v=$1 pf=$2; shift 2
-  STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
-  grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
-}
 if grep -q H200 $OUT/gpu.txt; then
   # On an H200, two rows an item and row-split teams (their shorter item chain is what the
   # H200's GEMVs were bound by in session 21) take the KV prefetch's and st1/st4's places.
