@@ -12,7 +12,7 @@
 # keys (the cluster graph) and at 3 000 keys (the attn_split graph: the two should match),
 # and on an H200 two rows an item and row-split teams (their shorter item chain is what bound
 # the H200's GEMVs in session 21). Logs are tarred into $OUT/logs.tgz every 30 s. Carries a
-# stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh). SHORT=1 skips 3 000 keys.
+# stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh). SHORT=1 skips 3 000 keys; ROUNDS=N runs the 512-key rows N times (2).
 . scripts/cuda-call-setup.sh
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
 TP=$!
@@ -24,7 +24,7 @@ STEP_TIMEOUT=40 TAIL=1 step e2e-mid-k24 env GLIMMER_ATTN_CLUSTER_KEYS=24 $C e2e 
 STEP_TIMEOUT=40 TAIL=1 step e2e-mid-ac0 env GLIMMER_ATTN_CLUSTER=0 $C e2e --model $M/mid.gguf --tokens 48
 grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
 STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
-for r in 1 2; do
+for r in $(seq ${ROUNDS:-2}); do
   bench def$r 512 X=1
   bench ac0$r 512 GLIMMER_ATTN_CLUSTER=0
   if grep -q H200 $OUT/gpu.txt; then
