@@ -2,7 +2,7 @@
 # On the device machine (see /work/.library/device): the checks and timings the next session
 # starts from, most wanted first, so that a call cut short at its limit still brings back the
 # first rows. Session 23 made the cluster attention the default (GLIMMER_ATTN_CLUSTER=16) with
-# decode's two graphs (steps whose rows see at most GLIMMER_ATTN_CLUSTER_KEYS = 640 keys
+# decode's two graphs (steps whose rows see at most GLIMMER_ATTN_CLUSTER_KEYS keys (640 then; 1 536 since session 24)
 # replay a graph of cluster launches, later steps one of attn_split launches), written after
 # its device time was spent: every kernel check (`ops`: the host's routing of long rows to
 # attn_split, `_keys64` / `_cluster_long`, and the in-launch long-row path, `_inlaunch`), e2e

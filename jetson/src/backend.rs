@@ -308,9 +308,7 @@ pub struct CudaBackend {
     /// the merge saves).
     pub attn_cluster: u32,
     /// The most visible keys a row may have for [`Self::attn_cluster`]'s clusters to take it
-    /// (`$GLIMMER_ATTN_CLUSTER_KEYS`, default 640: between the gain at 515 keys and the loss
-    /// at 3 000, where 16 splits of 40 keys should still beat 33 of ~20 and a merge through
-    /// global memory; not swept).
+    /// (`$GLIMMER_ATTN_CLUSTER_KEYS`, default [`ATTN_CLUSTER_KEYS`]).
     pub attn_cluster_keys: u32,
     /// While a decode graph is captured: the most visible keys any row of the steps it will be
     /// replayed for may have (before the layer's window caps it), set by the runner from
@@ -490,6 +488,14 @@ impl CudaBackend {
         (2..=ATT_CL_MAX).contains(&self.attn_cluster) && self.gpu.compute_capability().0 >= 9
     }
 }
+
+/// The default of [`CudaBackend::attn_cluster_keys`]: the most visible keys a decode row may
+/// have for attention to run over thread-block clusters. Swept on the H100 (session 24,
+/// BENCHMARKS.md; the 30B shape, clusters against attn_split's launches at the same keys):
+/// clusters win by 1.8 % at 512 keys and 0.9 % at 1 000, tie at 1 500 and lose 0.6 % at
+/// 2 000 and 2.1 % at 3 000 (where 16 co-resident blocks a head walk ~190 keys each while
+/// free blocks spread wider), so the cut sits at the tie.
+pub const ATTN_CLUSTER_KEYS: u32 = 1536;
 
 /// The decode graph a one-token step at `pos` replays, with the bound on its rows' visible
 /// keys: with the attention clusters on (`clusters`), steps whose row sees at most
@@ -778,7 +784,7 @@ impl CudaBackend {
             cluster_norms: 0,
             attn_cluster: cluster_from_env("GLIMMER_ATTN_CLUSTER", 16),
             attn_cluster_keys: env_num::<u32>("GLIMMER_ATTN_CLUSTER_KEYS")
-                .map_or(640, |k| k.min(i32::MAX as u32)),
+                .map_or(ATTN_CLUSTER_KEYS, |k| k.min(i32::MAX as u32)),
             graph_keys: None,
             cluster_attns: 0,
             pending_prep: None,
@@ -1016,6 +1022,10 @@ mod tests {
         // Clusters off: one graph for every step.
         assert_eq!(graph_class(false, 640, 0), (0, u32::MAX));
         assert_eq!(graph_class(false, 640, 5000), (0, u32::MAX));
+        // The default cut: a step's row at position 1 535 sees 1 536 keys, the last of graph 0.
+        let k = super::ATTN_CLUSTER_KEYS;
+        assert_eq!(graph_class(true, k, k - 1), (0, k));
+        assert_eq!(graph_class(true, k, k), (1, u32::MAX));
     }
 
     #[test]

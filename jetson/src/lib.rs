@@ -48,9 +48,10 @@
 //!   of a 16-block cluster, merge in distributed shared memory after one cluster barrier
 //!   instead of through global memory and an atomic ticket, for rows of at most
 //!   [`CudaBackend::attn_cluster_keys`] keys ([`CudaBackend::attn_cluster`]; on the H100
-//!   +0.9–2.0 % at 515 keys). Longer rows lose over clusters (−2 % at 3 000 keys), so they
-//!   launch attn_split: decode keeps two graphs, one for the steps whose rows the clusters
-//!   take and one for later steps ([`CudaBackend::graph_class`], [`CudaModel`]).
+//!   +0.9–2.0 % at 515 keys, +0.9 % at 1 000). Longer rows gain nothing (even at 1 500 keys)
+//!   or lose (−0.6 % at 2 000, −2 % at 3 000), so past [`ATTN_CLUSTER_KEYS`] they launch
+//!   attn_split: decode keeps two graphs, one for the steps whose rows the clusters take and
+//!   one for later steps ([`CudaBackend::graph_class`], [`CudaModel`]).
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
@@ -116,8 +117,8 @@ mod weights;
 
 #[cfg(not(target_os = "macos"))]
 pub use backend::{
-    BlockStamps, Capacity, CudaBackend, NormFusion, TmaGemv, TracedLaunch, GRAB_COUNTERS,
-    MAX_HEAD_DIM, TRACE_POINTS,
+    BlockStamps, Capacity, CudaBackend, NormFusion, TmaGemv, TracedLaunch, ATTN_CLUSTER_KEYS,
+    GRAB_COUNTERS, MAX_HEAD_DIM, TRACE_POINTS,
 };
 pub use error::CudaError;
 #[cfg(not(target_os = "macos"))]

@@ -12,7 +12,7 @@ use glimmer_core::kv::{self, KvGeometry, PagePool};
 use glimmer_core::model::{Activation, RopeStyle, Tensor, MAX_LAYERS};
 use glimmer_core::plan::KvType;
 use glimmer_core::quant::{quantize_weights, GgmlType, Kernels};
-use glimmer_jetson::{Capacity, CudaBackend, Gpu, KvLayout, NormFusion};
+use glimmer_jetson::{Capacity, CudaBackend, Gpu, KvLayout, NormFusion, ATTN_CLUSTER_KEYS as KEYS};
 
 use crate::util::{argmax, compare, report, Rng};
 
@@ -1310,15 +1310,15 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         let visible = visible_keys(&pos, window);
         let sizes: &[(u32, u32, bool)] = if pos.len() == 1 {
             &[
-                (16, 640, false),
-                (4, 640, false),
-                (2, 640, false),
+                (16, KEYS, false),
+                (4, KEYS, false),
+                (2, KEYS, false),
                 (16, 64, false),
                 (16, 64, true),
-                (0, 640, false),
+                (0, KEYS, false),
             ]
         } else {
-            &[(16, 640, false)]
+            &[(16, KEYS, false)]
         };
         for &(cl, keys, inlaunch) in sizes {
             p.cu.attn_cluster = cl;
@@ -1331,7 +1331,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
             r?;
             let tag = match (pos.len(), cl, keys, inlaunch) {
                 (1, 0, _, _) => format!("{name}_splits"),
-                (1, _, 640, _) => format!("{name}_cluster{cl}"),
+                (1, _, KEYS, _) => format!("{name}_cluster{cl}"),
                 (1, _, _, false) => format!("{name}_cluster{cl}_keys{keys}"),
                 (1, _, _, true) => format!("{name}_cluster{cl}_keys{keys}_inlaunch"),
                 _ => name.to_owned(),
@@ -1411,12 +1411,12 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 // attn_split's splits in the cluster launch when it is told the rows fit.
                 let variants: &[(&str, u32, u32, bool)] = match rows {
                     1 => &[
-                        ("", 0, 640, false),
-                        ("_cluster", 16, 640, false),
+                        ("", 0, KEYS, false),
+                        ("_cluster", 16, KEYS, false),
                         ("_cluster_long", 16, 64, false),
                         ("_cluster_inlaunch", 16, 64, true),
                     ],
-                    _ => &[("", 0, 640, false)],
+                    _ => &[("", 0, KEYS, false)],
                 };
                 for &(suffix, cl, keys, inlaunch) in variants {
                     let saved = (p.cu.attn_cluster, p.cu.attn_cluster_keys);
