@@ -10,7 +10,7 @@ use glimmer_core::quant::GgmlType;
 use crate::backend::{
     CudaBackend, NormFusion, TmaGemv, TracedLaunch, GRAB_COUNTERS, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT,
 };
-use crate::fns::{gemv_index, raw, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
+use crate::fns::{gemv_index, raw, Fns, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_ARGS, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
 
@@ -277,6 +277,25 @@ impl CudaBackend {
         all[args.len()] = Arg::U(n as u64);
         let grid = self.elementwise_grid(n);
         self.gpu.launch(raw(f), grid, 256, &all[..=args.len()])
+    }
+
+    /// An elementwise kernel over two equal, disjoint regions (`x` written in place, as the
+    /// CPU backend's ops do), after the pending launches: `pick` names it in the module's
+    /// functions (gated activations, the sigmoid gate, the residual add).
+    fn elementwise_pair(
+        &mut self,
+        x: Buf,
+        y: Buf,
+        pick: impl FnOnce(&Fns) -> &cudarc::driver::CudaFunction,
+    ) -> Result<(), CudaError> {
+        self.flush_pending()?;
+        self.qx = None;
+        if x.len != y.len || !x.disjoint(y) {
+            return Err(CudaError::BadRegion);
+        }
+        let (xp, yp) = (self.at(x)?, self.at(y)?);
+        let gpu = self.gpu.clone();
+        self.elementwise(pick(gpu.fns()), &[Arg::P(xp), Arg::P(yp)], x.len)
     }
 
     /// Quantizes the `(rows, cols)` activations at `x` to q8_1 into `aq`/`ads`, unless they
@@ -1929,29 +1948,14 @@ impl Backend for CudaBackend {
     }
 
     fn gated_act(&mut self, gate: Buf, up: Buf, act: Activation) -> Result<(), CudaError> {
-        self.flush_pending()?;
-        self.qx = None;
-        if gate.len != up.len || !gate.disjoint(up) {
-            return Err(CudaError::BadRegion);
-        }
-        let (g, u) = (self.at(gate)?, self.at(up)?);
-        let gpu = self.gpu.clone();
-        let f = match act {
-            Activation::Silu => &gpu.fns().gated_silu,
-            Activation::GeluTanh => &gpu.fns().gated_gelu_tanh,
-        };
-        self.elementwise(f, &[Arg::P(g), Arg::P(u)], gate.len)
+        self.elementwise_pair(gate, up, |f| match act {
+            Activation::Silu => &f.gated_silu,
+            Activation::GeluTanh => &f.gated_gelu_tanh,
+        })
     }
 
     fn sigmoid_mul(&mut self, x: Buf, gate: Buf) -> Result<(), CudaError> {
-        self.flush_pending()?;
-        self.qx = None;
-        if x.len != gate.len || !x.disjoint(gate) {
-            return Err(CudaError::BadRegion);
-        }
-        let (xp, g) = (self.at(x)?, self.at(gate)?);
-        let gpu = self.gpu.clone();
-        self.elementwise(&gpu.fns().sigmoid_mul, &[Arg::P(xp), Arg::P(g)], x.len)
+        self.elementwise_pair(x, gate, |f| &f.sigmoid_mul)
     }
 
     fn softcap(&mut self, x: Buf, cap: f32, scale: f32) -> Result<(), CudaError> {
@@ -1967,14 +1971,7 @@ impl Backend for CudaBackend {
     }
 
     fn add(&mut self, x: Buf, y: Buf) -> Result<(), CudaError> {
-        self.flush_pending()?;
-        self.qx = None;
-        if x.len != y.len || !x.disjoint(y) {
-            return Err(CudaError::BadRegion);
-        }
-        let (xp, yp) = (self.at(x)?, self.at(y)?);
-        let gpu = self.gpu.clone();
-        self.elementwise(&gpu.fns().add, &[Arg::P(xp), Arg::P(yp)], x.len)
+        self.elementwise_pair(x, y, |f| &f.add)
     }
 
     fn scale(&mut self, x: Buf, s: f32) -> Result<(), CudaError> {
