@@ -13,7 +13,8 @@
 # item and row-split teams (their shorter item chain is what bound the H200's GEMVs in
 # session 21; on the H100 they lose 2.3 %). Logs are tarred into $OUT/logs.tgz every 30 s.
 # Carries a stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh). SHORT=1 skips
-# 3 000 keys; ROUNDS=N runs the 512-key rows N times (2).
+# 3 000 and 1 200 keys (the last: the new cut against the old); ROUNDS=N runs the 512-key
+# rows N times (2).
 . scripts/cuda-call-setup.sh
 ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
 TP=$!
@@ -36,4 +37,7 @@ done
 [ -n "${SHORT:-}" ] && { kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; exit 0; }
 bench def 3000 X=1
 bench ac0 3000 GLIMMER_ATTN_CLUSTER=0
+# The new cut (1 536) at 1 200 keys: clusters (default) against the old cut's attn_split.
+bench def 1200 X=1
+bench k640 1200 GLIMMER_ATTN_CLUSTER_KEYS=640
 kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
