@@ -484,7 +484,7 @@ impl CudaBackend {
 
     /// Whether one-row attention may run over clusters at all ([`Self::attn_cluster`] in
     /// 2..=16 and compute capability 9.0 or later); the launch adds its head's conditions.
-    pub(crate) fn attn_clusters_on(&self) -> bool {
+    pub fn attn_clusters_on(&self) -> bool {
         (2..=ATT_CL_MAX).contains(&self.attn_cluster) && self.gpu.compute_capability().0 >= 9
     }
 }

@@ -81,8 +81,8 @@
 //! `GLIMMER_NORM_CLUSTER` (blocks a cluster for the wide q8 norms, 16 by default on sm_90;
 //! `0`: one block, [`CudaBackend::norm_cluster`]), `GLIMMER_ATTN_CLUSTER` (blocks a head for
 //! one-row attention over a cluster, 2..=16 on sm_90, 16 by default; `0`: `attn_split`'s
-//! splits and ticket, [`CudaBackend::attn_cluster`]) and `GLIMMER_ATTN_CLUSTER_KEYS` (the longest row it
-//! takes, [`CudaBackend::attn_cluster_keys`]), `GLIMMER_GEMV_STEAL` (rounds at the end of each
+//! splits and ticket, [`CudaBackend::attn_cluster`]) and `GLIMMER_ATTN_CLUSTER_KEYS` (the
+//! longest row it takes, [`CudaBackend::attn_cluster_keys`]), `GLIMMER_GEMV_STEAL` (rounds at the end of each
 //! default bulk-copy launch whose items go to whichever team asks first,
 //! [`CudaBackend::gemv_steal`]), `GLIMMER_FLAG_HOP` (1: a one-row norm
 //! signals the GEMV after it through a counter instead of its grid's end,

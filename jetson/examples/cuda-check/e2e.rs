@@ -170,9 +170,7 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
     // clusters' keys (`GLIMMER_ATTN_CLUSTER_KEYS` below the token count takes that path).
     let graphs = m.graphs();
     let b = m.backend();
-    let split = (2..=16).contains(&b.attn_cluster)
-        && b.gpu().compute_capability().0 >= 9
-        && n > b.attn_cluster_keys as usize;
+    let split = b.attn_clusters_on() && n > b.attn_cluster_keys as usize;
     let want = 1 + usize::from(split);
     println!("  decode graphs captured: {graphs} (expected {want})");
     if graphs != want {

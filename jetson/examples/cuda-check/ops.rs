@@ -1245,8 +1245,6 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     Ok(ok)
 }
 
-/// KV store and attention over a global and a sliding (ring) layer, decode (split-K) and
-/// prefill, with the device reading KV slot 1 after slot 0 was filled with other data.
 /// The most keys a query at `pos` sees: up to and including the last position, at most
 /// `window` of them on a sliding layer.
 fn visible_keys(pos: &[u32], window: Option<u32>) -> u32 {
@@ -1254,6 +1252,8 @@ fn visible_keys(pos: &[u32], window: Option<u32>) -> u32 {
     window.map_or(seen, |w| seen.min(w))
 }
 
+/// KV store and attention over a global and a sliding (ring) layer, decode (split-K) and
+/// prefill, with the device reading KV slot 1 after slot 0 was filled with other data.
 fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     let kd = N_HEAD_KV * HEAD;
     let n_pos = 200usize;
