@@ -14,3 +14,8 @@ bench() { # name, prefill, environment...
   STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
   grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
 }
+# The logs so far into $R/logs.tgz every 30 s, so that a call cut at its limit still brings
+# them back (`logs_start`), and once more at the end, the background tarring stopped
+# (`logs_end`; a call must run it, or the loop outlives the script).
+logs_start() { ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) & TP=$!; }
+logs_end() { kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; }

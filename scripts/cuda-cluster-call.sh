@@ -10,8 +10,7 @@
 # scripts/cuda-perf.sh).
 . scripts/cuda-call-setup.sh
 export GLIMMER_ATTN_CLUSTER=16
-( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
-TP=$!
+logs_start
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 35; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
 grep -E "^attn_decode" $OUT/ops.log | cut -c1-150
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
@@ -31,4 +30,4 @@ for v in def a0; do
   STEP_TIMEOUT=50 TAIL=0 step tl-$v env $E GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
   echo "== with copies, $v ($E)"; grep -E "sums|^  shape" $OUT/tl-$v.log
 done
-kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
+logs_end; ls $OUT | wc -l

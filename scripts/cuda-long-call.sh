@@ -9,8 +9,7 @@
 # tarred into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
 export GLIMMER_ATTN_CLUSTER=16
-( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
-TP=$!
+logs_start
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 36; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
 grep -E "^attn_prep.*bitwise" $OUT/ops.log
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
@@ -24,4 +23,4 @@ for pf in 512 3000; do
     grep -E "prefill|decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -8
   done
 done
-kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
+logs_end; ls $OUT | wc -l

@@ -16,8 +16,7 @@
 # 3 000 and 1 200 keys (the last: the new cut against the old); ROUNDS=N runs the 512-key
 # rows N times (2).
 . scripts/cuda-call-setup.sh
-( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
-TP=$!
+logs_start
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 40; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
 grep -E "^attn_.*(keys64|_long|inlaunch)" $OUT/ops.log | grep -v SUMMARY | cut -c1-150 | head -12
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
@@ -34,10 +33,10 @@ for r in $(seq ${ROUNDS:-2}); do
     bench rs$r 512 GLIMMER_GEMV_TMA=2:24:3:1:2:0:1
   fi
 done
-[ -n "${SHORT:-}" ] && { kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; exit 0; }
+[ -n "${SHORT:-}" ] && { logs_end; exit 0; }
 bench def 3000 X=1
 bench ac0 3000 GLIMMER_ATTN_CLUSTER=0
 # The new cut (1 536) at 1 200 keys: clusters (default) against the old cut's attn_split.
 bench def 1200 X=1
 bench k640 1200 GLIMMER_ATTN_CLUSTER_KEYS=640
-kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
+logs_end; ls $OUT | wc -l

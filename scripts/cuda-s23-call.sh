@@ -11,8 +11,7 @@
 # rows an item and row-split teams replace the KV prefetch at 512 keys. Logs are tarred
 # into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
-( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
-TP=$!
+logs_start
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 37; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
 grep -E "^(attn_.*cluster|matmul_many2_steal)" $OUT/ops.log | grep -v SUMMARY | cut -c1-150 | head -12
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
@@ -47,11 +46,11 @@ else
   }
 fi
 # SHORT=1 (a call with little device time left) stops here; ROUNDS=1 halves the benches above.
-[ -n "${SHORT:-}" ] && { kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; exit 0; }
+[ -n "${SHORT:-}" ] && { logs_end; exit 0; }
 bench def 3000 X=1
 bench ac 3000 GLIMMER_ATTN_CLUSTER=16
 for st in 0 2; do
   STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
   echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log
 done
-kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
+logs_end; ls $OUT | wc -l

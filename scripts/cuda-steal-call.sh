@@ -11,8 +11,7 @@
 # kernels/attn_inputs.cu, also never yet run): e2e and two benches. Logs are tarred into
 # $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
-( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) &
-TP=$!
+logs_start
 STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 38; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
 grep -E "^matmul_many2_steal" $OUT/ops.log | cut -c1-150 | head -8
 STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
@@ -41,4 +40,4 @@ for r in 1 2; do
     grep -E "decode \(graph|(attention|Q/K norm\+RoPE\+KV store) +\(round 1" $OUT/bench-$v-$r.log | sed 's/PDL.*launches)//' | head -4
   done
 done
-kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; ls $OUT | wc -l
+logs_end; ls $OUT | wc -l
