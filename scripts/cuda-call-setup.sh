@@ -19,3 +19,20 @@ bench() { # name, prefill, environment...
 # (`logs_end`; a call must run it, or the loop outlives the script).
 logs_start() { ( while sleep 30; do tar czf $R/logs.tgz -C $OUT . 2>/dev/null; done ) & TP=$!; }
 logs_end() { kill $TP 2>/dev/null; tar czf $R/logs.tgz -C $OUT .; }
+# The calls' usual steps: every kernel check with a seed, its counts echoed (`ops_checks
+# SEED`); the 4-layer `mid` model written (`synth_mid`); e2e on it, 48 tokens, into
+# $OUT/e2e-NAME.log (`e2e_mid NAME [VAR=VALUE ...]`), and the decode lines of every such log
+# (`e2e_mid_summary`); the 30B-shape model written into $M/full.gguf (`synth_full`).
+ops_checks() {
+  STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed $1
+  grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+}
+synth_mid() {
+  STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
+}
+e2e_mid() { # name, environment...
+  local v=$1; shift
+  STEP_TIMEOUT=40 TAIL=1 step $v env "$@" $C e2e --model $M/mid.gguf --tokens 48
+}
+e2e_mid_summary() { grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-320; }
+synth_full() { STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full; }

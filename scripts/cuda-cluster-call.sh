@@ -11,13 +11,13 @@
 . scripts/cuda-call-setup.sh
 export GLIMMER_ATTN_CLUSTER=16
 logs_start
-STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 35; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+ops_checks 35
 grep -E "^attn_decode" $OUT/ops.log | cut -c1-150
-STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-a0 env GLIMMER_ATTN_CLUSTER=0 $C e2e --model $M/mid.gguf --tokens 48
-grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
-STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+synth_mid
+e2e_mid e2e-mid X=1
+e2e_mid e2e-mid-a0 GLIMMER_ATTN_CLUSTER=0
+e2e_mid_summary
+synth_full
 for r in 1 2; do
   for v in def a8 a0 n8; do
     case $v in def) E=X=1;; a8) E=GLIMMER_ATTN_CLUSTER=8;; a0) E=GLIMMER_ATTN_CLUSTER=0;; n8) E=GLIMMER_NORM_CLUSTER=8;; esac

@@ -17,14 +17,14 @@
 # rows N times (2).
 . scripts/cuda-call-setup.sh
 logs_start
-STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 40; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+ops_checks 40
 grep -E "^attn_.*(keys64|_long|inlaunch)" $OUT/ops.log | grep -v SUMMARY | cut -c1-150 | head -12
-STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-k24 env GLIMMER_ATTN_CLUSTER_KEYS=24 $C e2e --model $M/mid.gguf --tokens 48
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-ac0 env GLIMMER_ATTN_CLUSTER=0 $C e2e --model $M/mid.gguf --tokens 48
-grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
-STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+synth_mid
+e2e_mid e2e-mid X=1
+e2e_mid e2e-mid-k24 GLIMMER_ATTN_CLUSTER_KEYS=24
+e2e_mid e2e-mid-ac0 GLIMMER_ATTN_CLUSTER=0
+e2e_mid_summary
+synth_full
 for r in $(seq ${ROUNDS:-2}); do
   bench def$r 512 X=1
   bench ac0$r 512 GLIMMER_ATTN_CLUSTER=0

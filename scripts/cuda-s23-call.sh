@@ -12,15 +12,15 @@
 # into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
 logs_start
-STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 37; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+ops_checks 37
 grep -E "^(attn_.*cluster|matmul_many2_steal)" $OUT/ops.log | grep -v SUMMARY | cut -c1-150 | head -12
-STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid $C e2e --model $M/mid.gguf --tokens 48
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-ac env GLIMMER_ATTN_CLUSTER=16 $C e2e --model $M/mid.gguf --tokens 48
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-st2 env GLIMMER_GEMV_STEAL=2 $C e2e --model $M/mid.gguf --tokens 48
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-kvpf env GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1 $C e2e --model $M/mid.gguf --tokens 48
-grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-300
-STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+synth_mid
+e2e_mid e2e-mid X=1
+e2e_mid e2e-mid-ac GLIMMER_ATTN_CLUSTER=16
+e2e_mid e2e-mid-st2 GLIMMER_GEMV_STEAL=2
+e2e_mid e2e-mid-kvpf GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
+e2e_mid_summary
+synth_full
 if grep -q H200 $OUT/gpu.txt; then
   # On an H200, two rows an item and row-split teams (their shorter item chain is what the
   # H200's GEMVs were bound by in session 21) take the KV prefetch's and st1/st4's places.

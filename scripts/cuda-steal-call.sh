@@ -12,12 +12,12 @@
 # $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
 logs_start
-STEP_TIMEOUT=60 TAIL=3 step ops $C ops --seed 38; grep -c PASS $OUT/ops.log; grep -E "FAIL|error" $OUT/ops.log | head -5
+ops_checks 38
 grep -E "^matmul_many2_steal" $OUT/ops.log | cut -c1-150 | head -8
-STEP_TIMEOUT=30 TAIL=3 step synth-mid $C synth --out $M/mid.gguf --type q4_k_m --dim 1024 --ff 2816 --vocab 4096 --layers 4
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-st2 env GLIMMER_GEMV_STEAL=2 $C e2e --model $M/mid.gguf --tokens 48
-grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-320
-STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full
+synth_mid
+e2e_mid e2e-mid-st2 GLIMMER_GEMV_STEAL=2
+e2e_mid_summary
+synth_full
 # st<N>: N run-time rounds; rs<N>: the same with row-split teams (GLIMMER_GEMV_TMA=2:24:3:1:2:0:1).
 sbench() { # variant, round
   local v=$1 r=$2 T=1
@@ -31,7 +31,7 @@ for st in 0 2; do
   STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
   echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log
 done
-STEP_TIMEOUT=40 TAIL=1 step e2e-mid-kvpf env GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1 $C e2e --model $M/mid.gguf --tokens 48
+e2e_mid e2e-mid-kvpf GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
 grep -H "^  decode\|slot 1" $OUT/e2e-mid-kvpf.log | cut -c1-200
 for r in 1 2; do
   for v in def kvpf; do
