@@ -8,7 +8,7 @@
 # stops at once on another card: every kernel check (seed 40), then the 30B-shape decode at
 # 512 keys, the default against GLIMMER_ATTN_CLUSTER=0 and against two rows an item and
 # row-split teams (written for the H200's item chain, session 21; on the H100 they lose
-# 2.3 %), ROUNDS=N times (2). Logs are tarred into $OUT/logs.tgz every 30 s. Carries a
+# 2.3 %), ROUNDS=N times (2), then the launch timeline with and without weight copies. Logs are tarred into $OUT/logs.tgz every 30 s. Carries a
 # stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh).
 . scripts/cuda-call-setup.sh
 grep -q H200 $OUT/gpu.txt || { tar czf $R/logs.tgz -C $OUT .; exit 0; }
@@ -20,5 +20,13 @@ for r in $(seq ${ROUNDS:-2}); do
   bench ac0$r 512 GLIMMER_ATTN_CLUSTER=0
   bench r2$r 512 GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
   bench rs$r 512 GLIMMER_GEMV_TMA=2:24:3:1:2:0:1
+done
+# The launch timeline of one eager step at 515 keys, with and without weight copies
+# (`KT_NOLOAD=1`: the items' own chain), as session 21 took it on the H200 (shape medians and
+# sums: scripts/cuda-item-chain.sh prints them the same way).
+for t in def noload; do
+  D="KT_TRACE=1"; [ $t = noload ] && D="KT_TRACE=1 KT_NOLOAD=1"
+  STEP_TIMEOUT=60 TAIL=0 step timeline-$t env "GLIMMER_CUDA_DEFINES=$D" $C timeline --model $M/full.gguf --prefill 512
+  echo "== $t"; grep -E "sums|^  shape" $OUT/timeline-$t.log
 done
 logs_end; ls $OUT | wc -l
