@@ -8,8 +8,9 @@
 # stops at once on another card: every kernel check (seed 40), then the 30B-shape decode at
 # 512 keys, the default against GLIMMER_ATTN_CLUSTER=0 and against two rows an item and
 # row-split teams (written for the H200's item chain, session 21; on the H100 they lose
-# 2.3 %), ROUNDS=N times (2), then the launch timeline with and without weight copies. Logs are tarred into $OUT/logs.tgz every 30 s. Carries a
-# stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh).
+# 2.3 %), ROUNDS=N times (2), then the launch timeline with and without weight copies.
+# Logs are tarred into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in
+# devcarry/ (see scripts/cuda-perf.sh).
 . scripts/cuda-call-setup.sh
 grep -q H200 $OUT/gpu.txt || { tar czf $R/logs.tgz -C $OUT .; exit 0; }
 logs_start
