@@ -10,17 +10,17 @@
 # row-split teams (written for the H200's item chain, session 21; on the H100 they lose
 # 2.3 %), ROUNDS=N times (2), then the launch timeline with and without weight copies.
 # Logs are tarred into $OUT/logs.tgz every 30 s. Carries a stripped `cuda-check` in
-# devcarry/ (see scripts/cuda-perf.sh).
+# devcarry/ (see scripts/cuda-perf.sh). NO_OPS=1 skips the checks (little device time left).
 . scripts/cuda-call-setup.sh
 grep -q H200 $OUT/gpu.txt || { tar czf $R/logs.tgz -C $OUT .; exit 0; }
 logs_start
-ops_checks 40
+[ -n "${NO_OPS:-}" ] || ops_checks 40
 synth_full
 for r in $(seq ${ROUNDS:-2}); do
   bench def$r 512 X=1
-  bench ac0$r 512 GLIMMER_ATTN_CLUSTER=0
   bench r2$r 512 GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
   bench rs$r 512 GLIMMER_GEMV_TMA=2:24:3:1:2:0:1
+  bench ac0$r 512 GLIMMER_ATTN_CLUSTER=0
 done
 # The launch timeline of one eager step at 515 keys, with and without weight copies
 # (`KT_NOLOAD=1`: the items' own chain), as session 21 took it on the H200 (shape medians and
