@@ -1531,13 +1531,14 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 let prm = attn_params(layer, window);
                 let out = buf(D + 8192, N_HEAD * HEAD);
                 p.poison(out)?;
-                p.run(|b| b.b_attention(&prm, q, &pos, out))?;
                 // Attention alone, over what the fused launch stored: the CPU takes the
                 // device's Q, K and V (K after its norm and RoPE, as attn_inputs leaves it) and
                 // stores that K and V at 217 itself, so both sides attend over the same rows
                 // and the matmul's error (checked above) does not compound through the softmax
                 // (against the CPU's own Q and K this measured 3.1–3.3 × 10⁻² at seeds 32 and
-                // 40). A key or value row the launch did not store, or stored wrong, fails.
+                // 40). A key or value row the launch did not store, or stored wrong, fails at
+                // this tolerance: that row carries ~1/218 of the global layer's softmax weight
+                // and ~1/16 of the window's, against outputs that average as many rows.
                 for b in [q, k, v] {
                     p.take_device(b)?;
                 }
