@@ -36,3 +36,11 @@ e2e_mid() { # name, environment...
 }
 e2e_mid_summary() { grep -H "^  decode\|slot 1" $OUT/e2e-mid*.log | cut -c1-320; }
 synth_full() { STEP_TIMEOUT=60 TAIL=3 step synth-full $C synth --out $M/full.gguf --full; }
+# The launch timeline of one eager step of the 30B shape at 515 keys (after `synth_full`) into
+# $OUT/NAME.log (`timeline NAME [VAR=VALUE ...]`; TL_TIMEOUT, the step's limit in seconds, 60
+# unless set), and its per-shape medians and sums (`timeline_shapes NAME`).
+timeline() { # name, environment...
+  local v=$1; shift
+  STEP_TIMEOUT=${TL_TIMEOUT:-60} TAIL=0 step $v env "$@" $C timeline --model $M/full.gguf --prefill 512
+}
+timeline_shapes() { grep -E "sums|^  shape" $OUT/$1.log; }

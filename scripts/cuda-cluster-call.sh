@@ -27,7 +27,7 @@ for r in 1 2; do
 done
 for v in def a0; do
   case $v in def) E=X=1;; a0) E=GLIMMER_ATTN_CLUSTER=0;; esac
-  STEP_TIMEOUT=50 TAIL=0 step tl-$v env $E GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
-  echo "== with copies, $v ($E)"; grep -E "sums|^  shape" $OUT/tl-$v.log
+  TL_TIMEOUT=50 timeline tl-$v $E GLIMMER_CUDA_DEFINES=KT_TRACE=1
+  echo "== with copies, $v ($E)"; timeline_shapes tl-$v
 done
 logs_end; ls $OUT | wc -l

@@ -9,10 +9,10 @@
 # $OUT/logs.tgz. Carries a stripped `cuda-check` in devcarry/ (see scripts/cuda-perf.sh).
 . scripts/cuda-call-setup.sh
 STEP_TIMEOUT=60 TAIL=1 step synth-full $C synth --out $M/full.gguf --full
-STEP_TIMEOUT=60 TAIL=0 step timeline-def env GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
-STEP_TIMEOUT=60 TAIL=0 step timeline-noload env "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1" $C timeline --model $M/full.gguf --prefill 512
-STEP_TIMEOUT=60 TAIL=0 step timeline-s3 env GLIMMER_GEMV_TMA=3:24:1:1:2:0:1 GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
+timeline timeline-def GLIMMER_CUDA_DEFINES=KT_TRACE=1
+timeline timeline-noload "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1"
+timeline timeline-s3 GLIMMER_GEMV_TMA=3:24:1:1:2:0:1 GLIMMER_CUDA_DEFINES=KT_TRACE=1
 for t in def noload s3; do
-  echo "== $t"; grep -E "sums|^  shape" $OUT/timeline-$t.log
+  echo "== $t"; timeline_shapes timeline-$t
 done
 tar czf $R/logs.tgz -C $OUT .

@@ -7,8 +7,8 @@
 [ -f $M/full.gguf ] || STEP_TIMEOUT=60 TAIL=1 step synth-full $C synth --out $M/full.gguf --full
 for v in def u2; do
   case $v in def) D=;; u2) D=KT_ITEM_UNROLL=2;; esac
-  STEP_TIMEOUT=50 TAIL=0 step noload-$v env "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1 $D" $C timeline --model $M/full.gguf --prefill 512
-  echo "== $v"; grep -E "sums|^  shape" $OUT/noload-$v.log
+  TL_TIMEOUT=50 timeline noload-$v "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1 $D"
+  echo "== $v"; timeline_shapes noload-$v
 done
 for v in def u2 r2; do
   case $v in def) E=;; u2) E=GLIMMER_CUDA_DEFINES=KT_ITEM_UNROLL=2;; r2) E=GLIMMER_GEMV_TMA=2:24:2:1:2:0:1;; esac

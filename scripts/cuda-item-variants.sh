@@ -8,7 +8,7 @@
 [ -f $M/full.gguf ] || STEP_TIMEOUT=60 TAIL=1 step synth-full $C synth --out $M/full.gguf --full
 for v in def r2 t1 t4; do
   case $v in def) T=1;; r2) T=2:24:2:1:2:0:1;; t1) T=2:24:1:1:1;; t4) T=2:24:1:1:4;; esac
-  STEP_TIMEOUT=50 TAIL=0 step noload-$v env GLIMMER_GEMV_TMA=$T "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1" $C timeline --model $M/full.gguf --prefill 512
-  echo "== $v ($T)"; grep -E "sums|^  shape" $OUT/noload-$v.log
+  TL_TIMEOUT=50 timeline noload-$v GLIMMER_GEMV_TMA=$T "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1"
+  echo "== $v ($T)"; timeline_shapes noload-$v
 done
 tar czf $R/logs.tgz -C $OUT .

@@ -27,7 +27,7 @@ done
 # sums: scripts/cuda-item-chain.sh prints them the same way).
 for t in def noload; do
   D="KT_TRACE=1"; [ $t = noload ] && D="KT_TRACE=1 KT_NOLOAD=1"
-  STEP_TIMEOUT=60 TAIL=0 step timeline-$t env "GLIMMER_CUDA_DEFINES=$D" $C timeline --model $M/full.gguf --prefill 512
-  echo "== $t"; grep -E "sums|^  shape" $OUT/timeline-$t.log
+  timeline timeline-$t "GLIMMER_CUDA_DEFINES=$D"
+  echo "== $t"; timeline_shapes timeline-$t
 done
 logs_end; ls $OUT | wc -l

@@ -50,7 +50,7 @@ fi
 bench def 3000 X=1
 bench ac 3000 GLIMMER_ATTN_CLUSTER=16
 for st in 0 2; do
-  STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
-  echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log
+  TL_TIMEOUT=50 timeline tl-st$st GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1
+  echo "== with copies, GLIMMER_GEMV_STEAL=$st"; timeline_shapes tl-st$st
 done
 logs_end; ls $OUT | wc -l

@@ -28,8 +28,8 @@ sbench() { # variant, round
 for v in st0 st1 st2 st4 rs0 rs2; do sbench $v 1; done
 for v in st0 st2 rs2; do sbench $v 2; done
 for st in 0 2; do
-  STEP_TIMEOUT=50 TAIL=0 step tl-st$st env GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1 $C timeline --model $M/full.gguf --prefill 512
-  echo "== with copies, GLIMMER_GEMV_STEAL=$st"; grep -E "sums|^  shape" $OUT/tl-st$st.log
+  TL_TIMEOUT=50 timeline tl-st$st GLIMMER_GEMV_STEAL=$st GLIMMER_CUDA_DEFINES=KT_TRACE=1
+  echo "== with copies, GLIMMER_GEMV_STEAL=$st"; timeline_shapes tl-st$st
 done
 e2e_mid e2e-mid-kvpf GLIMMER_CUDA_DEFINES=ATTN_KV_PREFETCH=1
 grep -H "^  decode\|slot 1" $OUT/e2e-mid-kvpf.log | cut -c1-200
