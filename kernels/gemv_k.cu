@@ -77,21 +77,55 @@ __device__ __forceinline__ float q4k_dot(const u8* __restrict__ b, int c, const 
     return q4k_math(q, __ldg((const u32*)b), __ldg(s16 + p), __ldg(s16 + p + 2), __ldg(s16 + (p & 1)), c, a);
 }
 
+// dp4a with unsigned weight bytes and signed activation bytes (dp4a.u32.s32): the high nibbles
+// masked in place (q & 0xF0F0F0F0) sum to exactly 16 times their value, so one arithmetic shift
+// of the total replaces a shift of every word.
+__device__ __forceinline__ int dp4a_us(u32 a, int b, int c) {
+    int d;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// A byte 0..255 of `x` (k: 0..3) as a float without the conversion unit: the byte as the low
+// mantissa bits of 2^23, less 2^23 (exact).
+template <int K> __device__ __forceinline__ float byte_f(u32 x) {
+    return __uint_as_float(__byte_perm(x, 0x4B000000u, 0x7440u | (u32)K)) - 8388608.0f;
+}
+
+// The scale and min bytes of Q4_K sub-blocks 2p and 2p+1 (get_scale_min_k4 for both), packed
+// as (sc0, sc1, m0, m1) from the header's scale words y, z, w (scale bytes 0-3, 4-7, 8-11).
+// Sub-blocks 0..3 take the low six bits of bytes 0..3 (mins: 4..7); 4..7 take the low (mins:
+// high) nibbles of bytes 8..11 with the top two bits of bytes 0..3 (mins: 4..7). Both halves
+// read bytes 2(p & 1) and 2(p & 1) + 1 of each word, so a byte gather serves every lane, and
+// the lane's constants (Q4kLane, made once a kernel) keep it free of branches: p differs
+// across a warp.
+struct Q4kLane {
+    u32 sel_b, sel_a, shift, mask;
+};
+__device__ __forceinline__ Q4kLane q4k_lane(int p) {
+    const bool odd = p & 1, top = p >= 2;
+    Q4kLane l;
+    l.sel_b = odd ? 0x7632u : 0x5410u;                         // y[2q], y[2q+1], z[2q], z[2q+1]
+    l.sel_a = top ? (odd ? 0x3232u : 0x1010u) : 0x4444u;       // w[2q], w[2q+1] twice; p < 2: zeros
+    l.shift = top ? 2u : 0u;
+    l.mask = top ? 0x30303030u : 0x3F3F3F3Fu;
+    return l;
+}
+__device__ __forceinline__ u32 q4k_scales(u32 y, u32 z, u32 w, const Q4kLane& l) {
+    const u32 b = __byte_perm(y, z, l.sel_b);
+    const u32 a = __byte_perm(w, 0u, l.sel_a);
+    return ((b >> l.shift) & l.mask) | (a & 0x00000F0Fu) | ((a >> 4) & 0x0F0F0000u);
+}
+
 // One Q4_K super-block pass of a lane: the two sub-blocks 2p, 2p+1 (p = lane & 3) of
 // super-block kb, all 64 of their values (32 quant bytes, two 16-byte loads), against
 // the activations x0..x3 (their 64 int8 values) and ds (d, d·sum of each): one header load
 // and one scale decode for 64 values, where q4k_math does one for 32.
 // h: the super-block's first 16 bytes (d, dmin, 12 scale bytes); qa, qb: quant bytes
 // 32p..32p+15 and 32p+16..32p+31.
-__device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, const uint4 qb, int p, const uint4& x0,
+__device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, const uint4 qb, const Q4kLane& l, const uint4& x0,
                                                const uint4& x1, const uint4& x2, const uint4& x3, const float4& ds) {
-    // The scale and min bytes of sub-blocks 2p, 2p+1 (get_scale_min_k4, four at a time):
-    // sub-blocks 0..3 take the low six bits of scale bytes 0..3 (mins: 4..7); 4..7 take the
-    // low (mins: high) nibbles of bytes 8..11 with the top two bits of bytes 0..3 (4..7).
-    const u32 sc = p < 2 ? (h.y & 0x3F3F3F3Fu) : ((h.w & 0x0F0F0F0Fu) | ((h.y >> 2) & 0x30303030u));
-    const u32 mn = p < 2 ? (h.z & 0x3F3F3F3Fu) : (((h.w >> 4) & 0x0F0F0F0Fu) | ((h.z >> 2) & 0x30303030u));
-    const u32 sh = 16 * (p & 1);
-    const u32 M = 0x0F0F0F0Fu;
+    const u32 M = 0x0F0F0F0Fu, H = 0xF0F0F0F0u;
     int s0 = 0, s1 = 0;
     s0 = __dp4a((int)(qa.x & M), (int)x0.x, s0);
     s0 = __dp4a((int)(qa.y & M), (int)x0.y, s0);
@@ -101,18 +135,19 @@ __device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, co
     s0 = __dp4a((int)(qb.y & M), (int)x1.y, s0);
     s0 = __dp4a((int)(qb.z & M), (int)x1.z, s0);
     s0 = __dp4a((int)(qb.w & M), (int)x1.w, s0);
-    s1 = __dp4a((int)((qa.x >> 4) & M), (int)x2.x, s1);
-    s1 = __dp4a((int)((qa.y >> 4) & M), (int)x2.y, s1);
-    s1 = __dp4a((int)((qa.z >> 4) & M), (int)x2.z, s1);
-    s1 = __dp4a((int)((qa.w >> 4) & M), (int)x2.w, s1);
-    s1 = __dp4a((int)((qb.x >> 4) & M), (int)x3.x, s1);
-    s1 = __dp4a((int)((qb.y >> 4) & M), (int)x3.y, s1);
-    s1 = __dp4a((int)((qb.z >> 4) & M), (int)x3.z, s1);
-    s1 = __dp4a((int)((qb.w >> 4) & M), (int)x3.w, s1);
+    s1 = dp4a_us(qa.x & H, (int)x2.x, s1);
+    s1 = dp4a_us(qa.y & H, (int)x2.y, s1);
+    s1 = dp4a_us(qa.z & H, (int)x2.z, s1);
+    s1 = dp4a_us(qa.w & H, (int)x2.w, s1);
+    s1 = dp4a_us(qb.x & H, (int)x3.x, s1);
+    s1 = dp4a_us(qb.y & H, (int)x3.y, s1);
+    s1 = dp4a_us(qb.z & H, (int)x3.z, s1);
+    s1 = dp4a_us(qb.w & H, (int)x3.w, s1);
+    s1 >>= 4;  // exact: every term was 16 times its nibble's
+    const u32 sm = q4k_scales(h.y, h.z, h.w, l);
     const float d = h2f((u16)(h.x & 0xFFFFu));
     const float dmin = h2f((u16)(h.x >> 16));
-    const float sc0 = (float)((sc >> sh) & 0xFFu), sc1 = (float)((sc >> (sh + 8)) & 0xFFu);
-    const float m0 = (float)((mn >> sh) & 0xFFu), m1 = (float)((mn >> (sh + 8)) & 0xFFu);
+    const float sc0 = byte_f<0>(sm), sc1 = byte_f<1>(sm), m0 = byte_f<2>(sm), m1 = byte_f<3>(sm);
     return d * (sc0 * ds.x * (float)s0 + sc1 * ds.z * (float)s1) - dmin * (m0 * ds.y + m1 * ds.w);
 }
 
@@ -328,6 +363,7 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
         // loads 48 weight bytes a row a pass (header and 32 quant bytes) and decodes the scales
         // once for 64 values.
         const int p = lane & 3;
+        const Q4kLane ql = q4k_lane(p);
         GLIMMER_UNROLL(K_UNROLL)
         for (int kb = lane >> 2; kb < nb; kb += 8) {
             const uint4* ap = (const uint4*)(a + 256 * kb + 64 * p);
@@ -336,7 +372,7 @@ __device__ __forceinline__ void k_rows_dot(const u8* __restrict__ w, u64 row_byt
 #pragma unroll
             for (int r = 0; r < RW; ++r) {
                 const u8* b = wr[r] + 144 * (size_t)kb;
-                acc[r] += q4k_pair_math(ld_weights16(b), ld_weights16(b + 16 + 32 * p), ld_weights16(b + 32 + 32 * p), p,
+                acc[r] += q4k_pair_math(ld_weights16(b), ld_weights16(b + 16 + 32 * p), ld_weights16(b + 32 + 32 * p), ql,
                                         x0, x1, x2, x3, ds);
             }
         }
@@ -585,11 +621,12 @@ __device__ __forceinline__ void mbar_wait(u64* bar, u32 parity) {
 __device__ __forceinline__ u32 kt_pa(u32 e) { return 80u * (e >> 6) + (e & 63u); }
 __device__ __forceinline__ u32 kt_act_bytes(int cols) { return 80u * ((u32)cols >> 6); }
 
-// q4k_pair_math on the super-block at `b` in shared memory.
-__device__ __forceinline__ float q4k_pair_s(const u8* b, int p, const uint4& x0, const uint4& x1, const uint4& x2,
-                                            const uint4& x3, const float4& ds) {
-    return q4k_pair_math(*(const uint4*)b, *(const uint4*)(b + 16 + 32 * p), *(const uint4*)(b + 32 + 32 * p), p, x0,
-                         x1, x2, x3, ds);
+// q4k_pair_math on the super-block at `b` in shared memory, the lane's quant bytes at b + qo
+// (qo = 16 + 32p, p = lane & 3).
+__device__ __forceinline__ float q4k_pair_s(const u8* b, u32 qo, const Q4kLane& ql, const uint4& x0, const uint4& x1,
+                                            const uint4& x2, const uint4& x3, const float4& ds) {
+    return q4k_pair_math(*(const uint4*)b, *(const uint4*)(b + qo), *(const uint4*)(b + qo + 16), ql, x0, x1, x2, x3,
+                         ds);
 }
 
 // A Q6_K chunk of a repacked row (shared memory; planes as q6k_dot reads them) against its
@@ -612,45 +649,87 @@ __device__ __forceinline__ float q6k_dot_s(const u8* row, int kb, int nb, int c,
 #define KT_ITEM_UNROLL 1
 #endif
 
+// What kt_item does the same way for every item a warp takes, made once a kernel (kt_plan):
+// the warp's share of a team's passes (warp tw of tn), and for Q4_K the lane's scale
+// constants, its first super-block and where that pass's quant bytes (in a row), activations
+// and (d, d·sum) pairs (in the staged row) are.
+struct KtPlan {
+    int tw, tn;
+    Q4kLane ql;
+    int kb0;
+    u32 wo, qo;
+    const u8* ap;
+    const float4* dp;
+};
+// A value the compiler cannot recompute (volatile: it is neither duplicated nor moved), so
+// that a loop-invariant stays in a register where the compiler would rebuild it every item.
+__device__ __forceinline__ u32 kept(u32 x) {
+    u32 y;
+    asm volatile("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
+    return y;
+}
+__device__ __forceinline__ KtPlan kt_plan(const u8* sa, const float2* sd, int tw, int tn) {
+    const int lane = threadIdx.x & 31, p = lane & 3;
+    const Q4kLane q = q4k_lane(p);
+    const int kb0 = 8 * tw + (lane >> 2);
+    KtPlan k;
+    k.tw = tw;
+    k.tn = tn;
+    k.ql.sel_b = kept(q.sel_b);
+    k.ql.sel_a = kept(q.sel_a);
+    k.ql.shift = kept(q.shift);
+    k.ql.mask = kept(q.mask);
+    k.kb0 = (int)kept((u32)kb0);
+    k.wo = kept(144u * (u32)kb0);
+    k.qo = kept(16u + 32u * (u32)p);
+    k.ap = sa + kept(80u * (u32)(4 * kb0 + p));
+    k.dp = (const float4*)((const u8*)sd + kept(16u * (u32)(4 * kb0 + p)));
+    return k;
+}
+
 // The dot products of the `nr` (1..R) rows of one item at `rows` (shared memory, `rb` bytes
 // apart) with the staged activations (`sa`: kt_pa layout; `sd`: the (d, d·sum) pairs), each
 // left in v (every lane). Q4_K: four lanes a super-block (q4k_pair_s), eight super-blocks a
 // pass; Q6_K: eight lanes a super-block (q6k_math's chunks), four a pass. PROBE: the quant
 // loads only, folded into a meaningless result (a measuring kernel, as gemv_k_multi_probe).
-// A team of `tn` warps shares each item: warp `tw` of the team takes passes tw, tw + tn, ...
+// A team of `P.tn` warps shares each item: warp `P.tw` of the team takes passes tw, tw + tn, ...
 template <int T, int R, bool PROBE>
 __device__ __forceinline__ void kt_item(const u8* rows, u32 rb, int nr, int nb, const u8* sa, const float2* sd,
-                                        float (&v)[R], int tw = 0, int tn = 1) {
+                                        float (&v)[R], const KtPlan& P) {
     const int lane = threadIdx.x & 31;
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     if (T == T_Q4_K) {
-        const int p = lane & 3;
+        // The lane's super-block of row 0, its activations and their pairs, each stepped by a
+        // pass (pointers: no multiplies a pass).
+        const int step = 8 * P.tn;
+        const u8* wb = rows + P.wo;
+        const u8* ap = P.ap;
+        const float4* dp = P.dp;
 #pragma unroll KT_ITEM_UNROLL
-        for (int kb = 8 * tw + (lane >> 2); kb < nb; kb += 8 * tn) {
+        for (int kb = P.kb0; kb < nb; kb += step, wb += 144 * step, ap += 320 * step, dp += 4 * step) {
             if (PROBE) {
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
-                    const uint4 q = *(const uint4*)(rows + r * rb + 144 * kb + 16 + 32 * p);
+                    const uint4 q = *(const uint4*)(wb + r * rb + P.qo);
                     acc[r] += (float)((q.x ^ q.y ^ q.z ^ q.w) & 0xFFu);
                 }
                 continue;
             }
-            const u8* ap = sa + 80 * (4 * kb + p);
             const uint4 x0 = *(const uint4*)ap, x1 = *(const uint4*)(ap + 16);
             const uint4 x2 = *(const uint4*)(ap + 32), x3 = *(const uint4*)(ap + 48);
-            const float4 ds = *(const float4*)(sd + 8 * kb + 2 * p);
+            const float4 ds = *dp;
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 if (R > 1 && r >= nr) break;
-                acc[r] += q4k_pair_s(rows + r * rb + 144 * kb, p, x0, x1, x2, x3, ds);
+                acc[r] += q4k_pair_s(wb + r * rb, P.qo, P.ql, x0, x1, x2, x3, ds);
             }
         }
     } else {
         const int c = lane & 7;
 #pragma unroll KT_ITEM_UNROLL
-        for (int kb = 4 * tw + (lane >> 3); kb < nb; kb += 4 * tn) {
+        for (int kb = 4 * P.tw + (lane >> 3); kb < nb; kb += 4 * P.tn) {
             if (PROBE) {
 #pragma unroll
                 for (int r = 0; r < R; ++r) {
@@ -832,12 +911,13 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     };
     // Item j of this team in the static order.
     auto locate = [&](int j, KSeg& s, int& row0, int& nr) { locate_g(first + j * stride, s, row0, nr); };
-    // Slot j % stages asked for item g (DYN: recorded for the team; -1: none, the team's
-    // end, the barrier completing at once).
-    auto issue_g = [&](int j, int g) {
-        u64* bar = bars + j % stages;
+    // Slot `sl` asked for item g (DYN: recorded for the team; -1: none, the team's end, the
+    // barrier completing at once). Item j of a team takes slot j % stages; the callers carry
+    // the slot rather than divide by the run-time `stages` every item.
+    auto issue_g = [&](int sl, int g) {
+        u64* bar = bars + sl;
         if constexpr (DYN) {
-            if (dyn) sitem[j % stages] = g;
+            if (dyn) sitem[sl] = g;
             if (g < 0) {
                 mbar_expect(bar, 0u);
                 return;
@@ -850,27 +930,31 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
         // KT_NOLOAD: no copy (the slot keeps whatever it held; garbage results), the slot's
         // barrier completing at once: the items' own chain timed alone (`cuda-check timeline`).
         mbar_expect(bar, KT_NOLOAD ? 0u : bytes);
-        if (!KT_NOLOAD) bulk_g2s(ring + (u32)(j % stages) * slot_bytes, s.w + (size_t)row0 * s.rb, bytes, bar);
+        if (!KT_NOLOAD) bulk_g2s(ring + (u32)sl * slot_bytes, s.w + (size_t)row0 * s.rb, bytes, bar);
     };
-    auto issue = [&](int j) { issue_g(j, first + j * stride); };
+    // Item j of the static order into slot sl (= j % stages).
+    auto issue = [&](int j, int sl) { issue_g(sl, first + j * stride); };
     // `pre` carries two counts (KT_PARAMS): the items asked for before the wait, and above
     // bit 8 the items kept in flight once the ring's first fill is used up (0: `stages`).
     const int depth = (pre >> 8) ? (pre >> 8) : stages;
     pre &= 255;
-    // After item j is done with its slot: the item `depth` on, unless the first round asked for
-    // it already (item j + depth takes slot (j + depth) % stages, last used by item
-    // j + depth - stages <= j).
-    auto refill = [&](int j) {
+    // After item j (in slot sl) is done with its slot: the item `depth` on, unless the first
+    // round asked for it already (item j + depth takes slot (j + depth) % stages, last used by
+    // item j + depth - stages <= j; depth <= stages, so one subtraction wraps it).
+    auto refill = [&](int j, int sl) {
         if (!dyn) {
-            if (leader && j + depth >= stages && j + depth < mine) issue(j + depth);
+            if (leader && j + depth >= stages && j + depth < mine) {
+                const int sn = sl + depth;
+                issue(j + depth, sn >= stages ? sn - stages : sn);
+            }
             return;
         }
         if (!leader) return;
         // Run-time items (depth == stages): item j + stages in the static order while below
-        // `sr`, then the grabbed one.
+        // `sr`, then the grabbed one (both in slot sl again).
         const int jn = j + stages;
         if (jn < sr) {
-            issue(jn);
+            issue(jn, sl);
             if (jn + 1 == sr) {
                 pending = atomicAdd(grab, 1u);
                 have = true;
@@ -890,12 +974,12 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
                 have = true;
             }
         }
-        issue_g(jn, g);
+        issue_g(sl, g);
     };
     if (leader) {
         for (int k = 0; k < stages; ++k) mbar_init(bars + k, 1);
         mbar_init_fence();
-        for (int j = 0; j < pre && j < mine; ++j) issue(j);
+        for (int j = 0; j < pre && j < mine; ++j) issue(j, j);
     }
     __syncwarp();
     // `dep`: the norm before signals its output through a counter (hop_wait, common.cu).
@@ -905,7 +989,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     // The rest of the first round (`pre` < `stages`: fewer copies compete with the previous
     // kernels' last loads).
     if (leader)
-        for (int j = pre; j < stages && j < mine; ++j) issue(j);
+        for (int j = pre; j < stages && j < mine; ++j) issue(j, j);
     // The first launch of a pass zeroes the counters of the launches after it (KT_ITEM_OFF);
     // with run-time items from the first refill on, the leader grabs its first one now.
     if (DYN && grab && grab_arg < 0)
@@ -929,40 +1013,45 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
     // Also orders the barriers' initialization before any other warp of a team waits on them.
     __syncthreads();
     kt_stamp(trace, 2);
-    for (int j = 0; dyn || j < mine; ++j) {
+    // Row-split teams: each warp takes its row whole, as a team of one.
+    const KtPlan plan = kt_plan(sa, sd, ROWSPLIT ? 0 : tw, ROWSPLIT ? 1 : TEAM);
+    // Item j's slot (j % stages) and its barrier's phase parity ((j / stages) & 1), carried.
+    int sl = 0;
+    u32 ph = 0;
+    for (int j = 0; dyn || j < mine; ++j, sl = sl + 1 == stages ? 0 : sl + 1, ph ^= sl == 0 ? 1u : 0u) {
         KSeg s;
         int row0, nr;
         if (!dyn) {
             locate(j, s, row0, nr);
             if (leader) ep.pre(s, row0, nr);
         }
-        mbar_wait(bars + j % stages, (u32)(j / stages) & 1u);
+        mbar_wait(bars + sl, ph);
         if (dyn) {
             // The slot's item (the leader wrote it before the arrival that completed the
             // barrier): the same for the whole team, so the team leaves together.
-            const int g = sitem[j % stages];
+            const int g = sitem[sl];
             if (g < 0) break;
             locate_g(g, s, row0, nr);
         }
         if (KT_TRACE && j == 0) kt_stamp(trace, 3);
-        const u8* rows = ring + (u32)(j % stages) * slot_bytes;
+        const u8* rows = ring + (u32)sl * slot_bytes;
         if (ROWSPLIT) {
             // Row tw of the item (the item's last rows may be missing: warp-uniform).
             if (tw < nr) {
                 float v1[1];
                 const u8* row = rows + (u32)tw * (u32)s.rb;
-                if (s.ty == T_Q4_K) kt_item<T_Q4_K, 1, PROBE>(row, (u32)s.rb, 1, nb, sa, sd, v1);
-                else kt_item<T_Q6_K, 1, PROBE>(row, (u32)s.rb, 1, nb, sa, sd, v1);
+                if (s.ty == T_Q4_K) kt_item<T_Q4_K, 1, PROBE>(row, (u32)s.rb, 1, nb, sa, sd, v1, plan);
+                else kt_item<T_Q6_K, 1, PROBE>(row, (u32)s.rb, 1, nb, sa, sd, v1, plan);
                 if (lane == 0) s.out[ar * s.n + row0 + tw] = v1[0];
             }
             // The whole team is done with the slot (named barrier 1 + team).
             asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(32 * TEAM) : "memory");
-            refill(j);
+            refill(j, sl);
             continue;
         }
         float v[R];
-        if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
-        else kt_item<T_Q6_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, tw, TEAM);
+        if (s.ty == T_Q4_K) kt_item<T_Q4_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, plan);
+        else kt_item<T_Q6_K, R, PROBE>(rows, (u32)s.rb, nr, nb, sa, sd, v, plan);
         if (TEAM > 1) {
             float* rj = red + (j & 1) * (TEAM * R);
             if (lane == 0) {
@@ -990,7 +1079,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
         }
         // Every lane is done with the slot before it is refilled.
         __syncwarp();
-        refill(j);
+        refill(j, sl);
     }
     // This team's items are done: its share of the next launch's first weights into L2.
     if (leader && nxt_bytes) kt_prefetch_next(nxt, nxt_bytes, team, teams);
