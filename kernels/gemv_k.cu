@@ -184,8 +184,11 @@ __device__ __forceinline__ float q6k_math(const uint4 l4, const uint4 h4, float 
     int s0 = 0, s1 = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        const int lo = (int)((ql[i] & 0x0F0F0F0Fu) | (((qh[i] >> sl) & 0x03030303u) << 4));
-        const int hi = (int)(((ql[i] >> 4) & 0x0F0F0F0Fu) | (((qh[i] >> (sl + 4)) & 0x03030303u) << 4));
+        // The high-bit pairs of both halves from one shift: bits sl, sl+1 of each qh byte
+        // (moved to 4, 5) for the low half, bits sl+4, sl+5 (at 4, 5 already) for the high.
+        const u32 t = qh[i] >> sl;
+        const int lo = (int)((ql[i] & 0x0F0F0F0Fu) | ((t << 4) & 0x30303030u));
+        const int hi = (int)(((ql[i] >> 4) & 0x0F0F0F0Fu) | (t & 0x30303030u));
         s0 = __dp4a(n32, av0[i], __dp4a(lo, av0[i], s0));
         s1 = __dp4a(n32, av1[i], __dp4a(hi, av1[i], s1));
     }
