@@ -30,9 +30,12 @@ bench r2 512 GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
 bench rs 512 GLIMMER_GEMV_TMA=2:24:3:1:2:0:1
 bench t1 512 GLIMMER_GEMV_TMA=2:24:1:1:1
 # The launch timeline of one eager step at 515 keys without weight copies (the items' own
-# chain), as session 21 took it, for both binaries; then the new one with copies.
+# chain), as session 21 took it, for both binaries; then the new one with copies, and the
+# new one's chain with one warp a ring and with two rows an item.
 C=$B timeline timeline-noload-base "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1"
 timeline timeline-noload "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1"
 timeline timeline-def "GLIMMER_CUDA_DEFINES=KT_TRACE=1"
-for t in noload-base noload def; do echo "== $t"; timeline_shapes timeline-$t; done
+timeline timeline-noload-t1 "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1" GLIMMER_GEMV_TMA=2:24:1:1:1
+timeline timeline-noload-r2 "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1" GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
+for t in noload-base noload def noload-t1 noload-r2; do echo "== $t"; timeline_shapes timeline-$t; done
 logs_end; ls $OUT | wc -l
