@@ -581,9 +581,10 @@ pub struct TmaGemv {
 }
 
 impl TmaGemv {
-    /// The default on compute capability 9.0 and later: two slots, up to 24 warps a block in
-    /// teams of two sharing each ring, one row an item, teams of four where the rings leave
-    /// half the warps idle ([`Self::wide`]). Measured on the H200 (BENCHMARKS.md, session 16):
+    /// The default on compute capability 9.0 and later where the memory is slow for the
+    /// multiprocessors (the H100; [`Self::for_card`]: the H200 takes [`Self::TWO_ROWS`]): two
+    /// slots, up to 24 warps a block in teams of two sharing each ring, one row an item, teams
+    /// of four where the rings leave half the warps idle ([`Self::wide`]). Measured on the H200 (BENCHMARKS.md, session 16):
     /// 144.9 tok/s with `gemv_k_multi` on the 30B shape, 164.8 with this but `wide`; the other
     /// shapes tried there and on the H100 in session 19 (8 to 24 warps alone, three or four
     /// slots, fewer early copies, teams of four everywhere, two rows an item, 12 warps) were
@@ -599,21 +600,52 @@ impl TmaGemv {
         ring: 0,
     };
 
-    /// `$GLIMMER_GEMV_TMA`: unset or `1`, [`Self::DEFAULT`]; `0`, `None` (every multi-GEMV
-    /// takes `gemv_k_multi`); else `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE[:RING]]]]]]` as
-    /// [`Self::parse`] reads it. A value it refuses also gives [`Self::DEFAULT`] (this is a
-    /// measuring knob; `cuda-check bench` prints the setting it ran). The backend takes
-    /// the bulk-copy kernels only on compute capability 9.0 and later whatever this says.
-    pub fn from_env() -> Option<TmaGemv> {
-        Self::from_setting(std::env::var("GLIMMER_GEMV_TMA").ok().as_deref())
+    /// [`Self::DEFAULT`] with two rows an item: the choice where the memory is fast for the
+    /// multiprocessors that consume it ([`Self::for_card`]).
+    pub const TWO_ROWS: TmaGemv = TmaGemv {
+        item_rows: 2,
+        ..Self::DEFAULT
+    };
+
+    /// Peak memory bandwidth a multiprocessor (GB/s) from which [`Self::for_card`] takes
+    /// [`Self::TWO_ROWS`]: between the H100 80GB HBM3 (~25 GB/s a multiprocessor) and the
+    /// H200 (~36), the two cards measured, nearer the H100 so that an H200 whose driver
+    /// reported a narrower bus (5 120 bits: ~31) would still take it.
+    pub const TWO_ROWS_FROM_GBS_PER_SM: f64 = 28.0;
+
+    /// The default for a card with `peak_gbs` of memory bandwidth (0: unknown) over `sm_count`
+    /// multiprocessors. An item's arithmetic, reductions and slot bookkeeping (its chain) are
+    /// the same on every Hopper multiprocessor, while the bytes it waits on arrive faster as the
+    /// bandwidth a multiprocessor grows; two rows an item share each activation load and each
+    /// item's overhead between two rows, a shorter chain for the same bytes, but coarser items
+    /// at a launch's end. Measured (BENCHMARKS.md): on the H200, whose GEMVs are bound by their
+    /// chain, two rows an item win (session 26: 179.8–180.2 tok/s against 176.6–177.9 on the
+    /// 30B shape, +1.5 %; +1.7 % at 1 200 keys); on the H100, where the bytes bind, they lose
+    /// (session 24: −2.3 %, with session 25's longer chain; not re-timed with session 26's).
+    pub fn for_card(peak_gbs: f64, sm_count: u32) -> TmaGemv {
+        if peak_gbs / f64::from(sm_count.max(1)) >= Self::TWO_ROWS_FROM_GBS_PER_SM {
+            Self::TWO_ROWS
+        } else {
+            Self::DEFAULT
+        }
+    }
+
+    /// `$GLIMMER_GEMV_TMA`: unset or `1`, `card` (the card's default, [`Self::for_card`]); `0`,
+    /// `None` (every multi-GEMV takes `gemv_k_multi`); else
+    /// `STAGES:WARPS[:ROWS[:MIN_WARPS[:TEAM[:PRE[:WIDE[:RING]]]]]]` as [`Self::parse`] reads it.
+    /// A value it refuses also gives `card` (this is a measuring knob; `cuda-check bench`
+    /// prints the setting it ran). The backend takes the bulk-copy kernels only on compute
+    /// capability 9.0 and later whatever this says.
+    pub fn from_env(card: TmaGemv) -> Option<TmaGemv> {
+        Self::from_setting(std::env::var("GLIMMER_GEMV_TMA").ok().as_deref(), card)
     }
 
     /// [`Self::from_env`] on the variable's value (`None`: unset).
-    pub fn from_setting(v: Option<&str>) -> Option<TmaGemv> {
+    pub fn from_setting(v: Option<&str>, card: TmaGemv) -> Option<TmaGemv> {
         match v.map(str::trim) {
             Some("0") => None,
-            Some(v) => Some(Self::parse(v).unwrap_or(Self::DEFAULT)),
-            None => Some(Self::DEFAULT),
+            Some("1") | None => Some(card),
+            Some(v) => Some(Self::parse(v).unwrap_or(card)),
         }
     }
 
@@ -801,7 +833,10 @@ impl CudaBackend {
             }),
             gemv_next: NextWeights::default(),
             gemv_probe: env_on("GLIMMER_GEMV_PROBE"),
-            gemv_tma: TmaGemv::from_env(),
+            gemv_tma: TmaGemv::from_env(TmaGemv::for_card(
+                gpu.peak_bandwidth_gbs(),
+                gpu.sm_count(),
+            )),
             gemv_tma_launches: 0,
             gemv_tma_wide_launches: 0,
             gemv_tma_deep_launches: 0,

@@ -31,6 +31,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     fns: Fns,
     sm_count: u32,
+    /// Peak memory bandwidth, GB/s ([`Gpu::peak_bandwidth_gbs`]).
+    peak_gbs: f64,
     /// Opt-in dynamic shared memory a block (`smem_optin`).
     smem_optin: u32,
     cc: (i32, i32),
@@ -93,12 +95,24 @@ impl Gpu {
                 )?;
             }
         }
+        // Peak memory bandwidth from the memory clock (kHz; two transfers a clock) and the bus
+        // width (bits); 0 where the driver reports neither.
+        let mem_clock_khz = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+            .unwrap_or(0)
+            .max(0) as f64;
+        let bus_bits = ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+            .unwrap_or(0)
+            .max(0) as f64;
+        let peak_gbs = 2.0 * mem_clock_khz * 1e3 * bus_bits / 8.0 / 1e9;
         let pdl = cc.0 >= 9 && std::env::var_os("GLIMMER_CUDA_PDL").is_none_or(|v| v != "0");
         Ok(Arc::new(Gpu {
             ctx,
             stream,
             fns,
             sm_count: sm_count.max(1) as u32,
+            peak_gbs,
             smem_optin,
             cc,
             pdl: AtomicBool::new(pdl),
@@ -163,6 +177,12 @@ impl Gpu {
     /// Streaming multiprocessors.
     pub fn sm_count(&self) -> u32 {
         self.sm_count
+    }
+
+    /// Peak memory bandwidth in GB/s as the driver's memory clock and bus width give it (H100
+    /// 80GB HBM3: ~3 350; H200: ~4 800), or 0 where it reports neither.
+    pub fn peak_bandwidth_gbs(&self) -> f64 {
+        self.peak_gbs
     }
 
     /// The most dynamic shared memory a block may opt in to (bytes).

@@ -39,6 +39,11 @@
 //!   the previous kernel), two warps sharing each ring (four where the rows are so long that
 //!   few rings fit: FFN down), and a Q4_K super-block four lanes ([`TmaGemv::DEFAULT`]; H200:
 //!   144.9 -> 164.8 tok/s on the 30B shape; teams of four for FFN down +0.5 % on the H100).
+//!   An item's own chain (its arithmetic, reductions and slot bookkeeping) bounds these GEMVs
+//!   on the H200, so it is kept short (a Q4_K pass in 77 instructions, session 26: H200
+//!   170.4 -> 177.5 tok/s), and where the memory is fast for the multiprocessors (the H200,
+//!   [`TmaGemv::for_card`]) an item is two rows, sharing the activation loads and the item's
+//!   overhead (+1.5 %).
 //! - **Wide norms over a thread-block cluster** (compute capability 9.0 and later, the default
 //!   there): a one-row q8 norm of the model width runs on 16 blocks of 128 threads, small enough
 //!   to start beside a running bulk-copy GEMV block, their sums meeting in distributed shared

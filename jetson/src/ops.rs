@@ -2385,13 +2385,21 @@ mod tests {
             })
         );
         // The variable: unset or refused, the default; `0`, off.
-        assert_eq!(TmaGemv::from_setting(None), Some(TmaGemv::DEFAULT));
-        assert_eq!(TmaGemv::from_setting(Some(" 0 ")), None);
-        assert_eq!(TmaGemv::from_setting(Some("9:9")), Some(TmaGemv::DEFAULT));
+        let card = TmaGemv::TWO_ROWS;
+        assert_eq!(TmaGemv::from_setting(None, card), Some(card));
+        assert_eq!(TmaGemv::from_setting(Some(" 1"), card), Some(card));
+        assert_eq!(TmaGemv::from_setting(Some(" 0 "), card), None);
+        assert_eq!(TmaGemv::from_setting(Some("9:9"), card), Some(card));
         assert_eq!(
-            TmaGemv::from_setting(Some("3:16:1")),
+            TmaGemv::from_setting(Some("3:16:1"), card),
             TmaGemv::parse("3:16:1")
         );
+        // The card's default: two rows an item from 28 GB/s a multiprocessor (the H200's
+        // ~4 800 GB/s over 132), one on the H100's ~3 350 and where the bandwidth is unknown.
+        assert_eq!(TmaGemv::for_card(4800.0, 132), TmaGemv::TWO_ROWS);
+        assert_eq!(TmaGemv::for_card(3350.0, 132), TmaGemv::DEFAULT);
+        assert_eq!(TmaGemv::for_card(0.0, 132), TmaGemv::DEFAULT);
+        assert_eq!(TmaGemv::parse("2:24:2:1:2:0:1"), Some(TmaGemv::TWO_ROWS));
         assert_eq!(
             TmaGemv::parse("3:16:1"),
             Some(TmaGemv {

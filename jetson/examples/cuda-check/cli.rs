@@ -67,10 +67,11 @@ fn open_gpu() -> Result<std::sync::Arc<Gpu>, CudaError> {
     let gpu = Gpu::open(0)?;
     let (a, b) = gpu.compute_capability();
     println!(
-        "device: {} (sm_{a}{b}, {} SMs, {:.0} GiB)",
+        "device: {} (sm_{a}{b}, {} SMs, {:.0} GiB, peak memory bandwidth {:.0} GB/s by the driver's clock and bus width)",
         gpu.name(),
         gpu.sm_count(),
-        gpu.total_mem() as f64 / (1u64 << 30) as f64
+        gpu.total_mem() as f64 / (1u64 << 30) as f64,
+        gpu.peak_bandwidth_gbs()
     );
     Ok(gpu)
 }
