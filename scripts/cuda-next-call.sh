@@ -7,8 +7,8 @@
 # whatever card comes: every kernel check (seed 41) and e2e on the 4-layer `mid` model with the
 # card's default (the device line and the bench's launch line show which it took), then the
 # 30B-shape decode at 512 keys, the card's default against one row an item (`r1`) and two
-# (`r2`) set by the variable, ROUNDS=N times (2), and the launch timeline of both with weight
-# copies and of `r2` without (the items' own chain). Logs are tarred into $OUT/logs.tgz every
+# (`r2`) set by the variable, ROUNDS=N times (2), two L2 prefetch knobs, and the launch
+# timeline of both with weight copies and of `r2` without (the items' own chain). Logs are tarred into $OUT/logs.tgz every
 # 30 s. NO_OPS=1 skips the checks. Carries a stripped `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
 R1=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
@@ -25,6 +25,11 @@ for r in $(seq ${ROUNDS:-2}); do
   bench r2$r 512 $R2
 done
 grep -h "^device:" $OUT/bench-def1-512.log
+# Two L2 prefetches that lost on the H100 (sessions 17, 20), where HBM was the limit, once each
+# with the card's default: the projection's weights asked for during attention, and each
+# GEMV team's share of the next launch's first weights.
+bench apf 512 GLIMMER_ATTN_PREFETCH=16
+bench nxt 512 GLIMMER_GEMV_NEXT=2048
 # The launch timeline of one eager step at 515 keys (session 21's measure), with copies for
 # both item sizes, and r2's chain without them.
 timeline timeline-r1 "GLIMMER_CUDA_DEFINES=KT_TRACE=1" $R1
