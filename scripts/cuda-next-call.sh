@@ -8,8 +8,9 @@
 # card's default (the device line and the bench's launch line show which it took), then the
 # 30B-shape decode at 512 keys, the card's default against one row an item (`r1`) and two
 # (`r2`) set by the variable, ROUNDS=N times (2), two L2 prefetch knobs, and the launch
-# timeline of both with weight copies and of `r2` without (the items' own chain). Logs are tarred into $OUT/logs.tgz every
-# 30 s. NO_OPS=1 skips the checks. Carries a stripped `cuda-check` in devcarry/.
+# timeline of both with weight copies and of `r2` without (the items' own chain). Logs are
+# tarred into $OUT/logs.tgz every 30 s. NO_OPS=1 skips the checks. Carries a stripped
+# `cuda-check` in devcarry/.
 . scripts/cuda-call-setup.sh
 R1=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
 R2=GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
