@@ -105,8 +105,8 @@ struct Q4kLane {
 __device__ __forceinline__ Q4kLane q4k_lane(int p) {
     const bool odd = p & 1, top = p >= 2;
     Q4kLane l;
-    l.sel_b = odd ? 0x7632u : 0x5410u;                         // y[2q], y[2q+1], z[2q], z[2q+1]
-    l.sel_a = top ? (odd ? 0x3232u : 0x1010u) : 0x4444u;       // w[2q], w[2q+1] twice; p < 2: zeros
+    l.sel_b = odd ? 0x7632u : 0x5410u;                    // y[2q], y[2q+1], z[2q], z[2q+1]
+    l.sel_a = top ? (odd ? 0x3232u : 0x1010u) : 0x4444u;  // w[2q], w[2q+1] twice; p < 2: zeros
     l.shift = top ? 2u : 0u;
     l.mask = top ? 0x30303030u : 0x3F3F3F3Fu;
     return l;
@@ -123,8 +123,9 @@ __device__ __forceinline__ u32 q4k_scales(u32 y, u32 z, u32 w, const Q4kLane& l)
 // and one scale decode for 64 values, where q4k_math does one for 32.
 // h: the super-block's first 16 bytes (d, dmin, 12 scale bytes); qa, qb: quant bytes
 // 32p..32p+15 and 32p+16..32p+31.
-__device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, const uint4 qb, const Q4kLane& l, const uint4& x0,
-                                               const uint4& x1, const uint4& x2, const uint4& x3, const float4& ds) {
+__device__ __forceinline__ float q4k_pair_math(const uint4 h, const uint4 qa, const uint4 qb, const Q4kLane& l,
+                                               const uint4& x0, const uint4& x1, const uint4& x2, const uint4& x3,
+                                               const float4& ds) {
     const u32 M = 0x0F0F0F0Fu, H = 0xF0F0F0F0u;
     int s0 = 0, s1 = 0;
     s0 = __dp4a((int)(qa.x & M), (int)x0.x, s0);
