@@ -31,6 +31,15 @@ grep -h "^device:" $OUT/bench-def1-512.log
 # GEMV team's share of the next launch's first weights.
 bench apf 512 GLIMMER_ATTN_PREFETCH=16
 bench nxt 512 GLIMMER_GEMV_NEXT=2048
+# On an H200 only: the fusions that lost on the H100 (sessions 19-20: a launch boundary's cost
+# against a software grid barrier's or a serial prep's) once each, now that the H200's GEMVs
+# are no longer bound by their chain: attn_inputs in the Q/K/V launch, in attention, and the
+# grid-barrier norm.
+if grep -q H200 $OUT/gpu.txt; then
+  bench fqk 512 GLIMMER_FUSE_QK=1
+  bench fprep 512 GLIMMER_FUSE_PREP=1
+  bench fnorm 512 GLIMMER_FUSE_NORM=3
+fi
 # The launch timeline of one eager step at 515 keys (session 21's measure), with copies for
 # both item sizes, and r2's chain without them.
 timeline timeline-r1 "GLIMMER_CUDA_DEFINES=KT_TRACE=1" $R1
