@@ -871,6 +871,35 @@ __device__ __forceinline__ void kt_prefetch_next(const u8* nxt, u32 nxt_bytes, i
 #endif
 }
 
+// The activation row into shared memory (kt_pa layout; then the (d, d·sum) pairs) by the
+// block's threads: each thread asks for all of its words (up to KT_STAGE_WORDS of each kind)
+// before it stores any, so the row costs one round trip to L2 (the activations were just
+// written by the kernel before), not one for the values and another for the pairs, nor one a
+// loop pass (FFN down's 19 968 values are 1 248 words: two passes of 768 threads). Rows longer
+// than KT_STAGE_WORDS words a thread take the rest in a plain loop.
+#define KT_STAGE_WORDS 4
+__device__ __forceinline__ void kt_stage_act(u8* sa, float2* sd, const uint4* ga, const float2* gd, int cols,
+                                             bool fresh) {
+    const int n16 = cols >> 4, n32 = cols >> 5, nt = (int)blockDim.x;
+    uint4 a[KT_STAGE_WORDS];
+    float2 d[KT_STAGE_WORDS];
+#pragma unroll
+    for (int k = 0; k < KT_STAGE_WORDS; ++k) {
+        const int i = (int)threadIdx.x + k * nt;
+        if (i < n16) a[k] = fresh ? __ldcg(ga + i) : __ldg(ga + i);
+        if (i < n32) d[k] = fresh ? __ldcg(gd + i) : __ldg(gd + i);
+    }
+#pragma unroll
+    for (int k = 0; k < KT_STAGE_WORDS; ++k) {
+        const int i = (int)threadIdx.x + k * nt;
+        if (i < n16) *(uint4*)(sa + kt_pa(16u * (u32)i)) = a[k];
+        if (i < n32) sd[i] = d[k];
+    }
+    for (int i = (int)threadIdx.x + KT_STAGE_WORDS * nt; i < n16; i += nt)
+        *(uint4*)(sa + kt_pa(16u * (u32)i)) = fresh ? __ldcg(ga + i) : __ldg(ga + i);
+    for (int i = (int)threadIdx.x + KT_STAGE_WORDS * nt; i < n32; i += nt) sd[i] = fresh ? __ldcg(gd + i) : __ldg(gd + i);
+}
+
 // ROWSPLIT (R == TEAM, plain launches): the team's warps share the ring but not the rows'
 // super-blocks: warp tw takes row tw of each item whole, as a warp of its own ring would
 // (no partial sums to meet), and the team's barrier only frees the slot. Two rows an item
@@ -1010,9 +1039,7 @@ __device__ __forceinline__ void gemv_k_multi_tma_body(K_MULTI_PARAMS, KT_PARAMS,
         const float2* gd = ads + ar * (cols >> 5);
         // Written in this launch's lifetime (attention in front, or a flag hop): through L2.
         const bool fresh = Pro::fresh || dep;
-        for (int i = threadIdx.x; i < (cols >> 4); i += blockDim.x)
-            *(uint4*)(sa + kt_pa(16u * i)) = fresh ? __ldcg(ga + i) : __ldg(ga + i);
-        for (int i = threadIdx.x; i < (cols >> 5); i += blockDim.x) sd[i] = fresh ? __ldcg(gd + i) : __ldg(gd + i);
+        kt_stage_act(sa, sd, ga, gd, cols, fresh);
     }
     // Also orders the barriers' initialization before any other warp of a team waits on them.
     __syncthreads();
