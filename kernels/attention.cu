@@ -87,21 +87,32 @@ __device__ __forceinline__ float dot8_f16(uint4 w, const float* q) {
     return s;
 }
 
+// Key iterations a warp of split_keys_wide has in flight in the cluster attention's short rows
+// (attn_split_cl; a measuring macro; 1: the next iteration's loads only, as before session 26). Each iteration's key and value rows come from
+// HBM (the step's weight streams leave no cache in L2), so with one in flight every iteration
+// waits a round trip: at 515 keys a cluster block walks ~33 keys, four or five iterations of
+// its warps, ~0.7 µs each. With ATT_KEY_DEPTH in flight the walk waits about once per that many.
+#ifndef ATT_KEY_DEPTH
+#define ATT_KEY_DEPTH 4
+#endif
+
 // A warp's walk over keys k0 + wid*G .. (step ATT_WARPS*G) of [k0, k1) when head_dim ==
 // head_dim_v == 8 * LPK: LPK lanes share a key (one 16-byte load of its key row and one of its
-// value row each), so a warp takes G = 32 / LPK keys at a time and has the next keys' loads in
-// flight while it works on these. Each group of LPK lanes keeps its own running max, sum and
-// 8 output dims; the groups are merged at the end, so lanes 0..LPK-1 return the warp's result
-// (m, l, acc for dims 8*lane..).
+// value row each), so a warp takes G = 32 / LPK keys at a time and has the next ATT_KEY_DEPTH
+// iterations' loads in flight while it works on these (a ring of registers, indexed by the
+// unrolled position in it). Each group of LPK lanes keeps its own running max, sum and 8
+// output dims, taking its keys in order; the groups are merged at the end, so lanes 0..LPK-1
+// return the warp's result (m, l, acc for dims 8*lane..).
 // NEW: key `pk` (-1: none) is not read from the cache but from `nk` / `nv` (16-byte aligned
 // shared memory, head_dim f16 each): the key this launch stores (attn_split_prep,
 // attn_inputs.cu), the same bits, in the same order of arithmetic.
-template <int LPK, bool NEW = false>
+template <int LPK, bool NEW = false, int D = 1>
 __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, const u16* vb, int k_dim, int v_dim,
                                                 int cap, int k0, int k1, float scale, float& m, float& l,
                                                 float acc[8], int t, const u16* nk = nullptr,
                                                 const u16* nv = nullptr, int pk = -1) {
     constexpr int G = 32 / LPK;
+    constexpr int STEP = ATT_WARPS * G;
     const int lane = t & 31, wid = t >> 5;
     const int grp = lane / LPK, sl = lane % LPK;
     float qv[8];
@@ -127,13 +138,8 @@ __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, 
             vv = zero;
         }
     };
-    int key = k0 + wid * G + grp;
-    uint4 kc, vc;
-    load(key, kc, vc);
-    // Every lane of the warp runs the same number of iterations (the shuffles need all 32).
-    for (int base = k0 + wid * G; base < k1; base += ATT_WARPS * G, key += ATT_WARPS * G) {
-        uint4 kn, vn;
-        load(key + ATT_WARPS * G, kn, vn);
+    // One key (group key `key`, its rows kc, vc) into the group's running max, sum and dims.
+    auto take = [&](int key, const uint4& kc, const uint4& vc) {
         float dot = dot8_f16(kc, qv);
 #pragma unroll
         for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(FULL_MASK, dot, o);
@@ -151,8 +157,39 @@ __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, 
                 acc[2 * i + 1] = acc[2 * i + 1] * c + e * h2f((u16)(h[i] >> 16));
             }
         }
-        kc = kn;
-        vc = vn;
+    };
+    if constexpr (D == 1) {
+        int key = k0 + wid * G + grp;
+        uint4 kc, vc;
+        load(key, kc, vc);
+        // Every lane of the warp runs the same number of iterations (the shuffles need all 32).
+        for (int base = k0 + wid * G; base < k1; base += STEP, key += STEP) {
+            uint4 kn, vn;
+            load(key + STEP, kn, vn);
+            take(key, kc, vc);
+            kc = kn;
+            vc = vn;
+        }
+    } else {
+        // The warp's iterations (the same for all its lanes), D in flight in a ring of
+        // registers that the unrolled inner loop indexes by constants.
+        const int b0 = k0 + wid * G;
+        const int iters = b0 < k1 ? (k1 - b0 + STEP - 1) / STEP : 0;
+        const int key0 = b0 + grp;
+        uint4 kq[D], vq[D];
+#pragma unroll
+        for (int d = 0; d < D; ++d) load(key0 + d * STEP, kq[d], vq[d]);
+        for (int i0 = 0; i0 < iters; i0 += D) {
+#pragma unroll
+            for (int d = 0; d < D; ++d) {
+                if (i0 + d >= iters) break;
+                const int key = key0 + (i0 + d) * STEP;
+                const uint4 kc = kq[d], vc = vq[d];
+                // This slot's next iteration, D on (zeros past the end: no load).
+                load(key + D * STEP, kq[d], vq[d]);
+                take(key, kc, vc);
+            }
+        }
     }
     // Merge the groups (lanes sl, sl + LPK, ...).
 #pragma unroll
@@ -277,7 +314,10 @@ struct AttnQ {
 struct AttnClSmem;
 __device__ __forceinline__ void attn_cl_store(AttnClSmem* cl, int sp, int head_dim_v, int t, int d, float o, float mx,
                                               float lsum);
-template <class Stage = AttnQ, bool CL = false>
+// D: split_keys_wide's iterations in flight (ATT_KEY_DEPTH for the cluster attention's short
+// rows; 1 elsewhere: attn_split's 1 056 blocks stay one wave only under 64 registers a thread,
+// and the attention inside a bulk-copy GEMV launch has 80).
+template <class Stage = AttnQ, bool CL = false, int D = 1>
 __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int r, int t, int bar, AttnSmem& sm,
                                           const Stage& st = Stage(), AttnClSmem* cl = nullptr) {
     const int lane = t & 31, wid = t >> 5;
@@ -304,11 +344,11 @@ __device__ __forceinline__ void attn_item(ATTN_SPLIT_PARAMS, int h, int sp, int 
     if (wide) {
         float m, l, a8[8];
         if (head_dim == 64)
-            split_keys_wide<8, NEW>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
+            split_keys_wide<8, NEW, D>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
         else if (head_dim == 128)
-            split_keys_wide<16, NEW>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
+            split_keys_wide<16, NEW, D>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
         else
-            split_keys_wide<32, NEW>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
+            split_keys_wide<32, NEW, D>(sm.sq, kb, vb, k_dim, v_dim, cap, k0, k1, scale, m, l, a8, t, st.nk, st.nv, pk);
         if (lane == 0) { sm.wm[wid] = m; sm.wl[wid] = l; }
         if (lane < head_dim / 8) {
 #pragma unroll
@@ -425,7 +465,9 @@ __device__ __forceinline__ void attn_cl_store(AttnClSmem* cl, int sp, int head_d
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(ATT_THREADS)
+// At least four blocks a multiprocessor (512 a step's 32 heads × 16: one wave on 132), which
+// leaves 128 registers a thread for ATT_KEY_DEPTH's ring.
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, 4)
     attn_split_cl(ATTN_SPLIT_PARAMS, const u8* __restrict__ nextw, u64 next_bytes, int cl_keys) {
 #if __CUDA_ARCH__ >= 900
     l2_prefetch_share(nextw, next_bytes);
@@ -449,9 +491,9 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS)
     }
     // A short row: the head's first cluster only.
     if (sp >= c) return;
-    attn_item<AttnQ, true>(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv, head_dim, head_dim_v,
-                           scale, window, c, min_keys, part, ml, done, out, gate, q8, ds8, h, sp, 0, t, 0, sm, AttnQ(),
-                           &cl);
+    attn_item<AttnQ, true, ATT_KEY_DEPTH>(q, kv, slot, slot_stride, k_off, v_off, cap, pos, n_head, n_head_kv,
+                                          head_dim, head_dim_v, scale, window, c, min_keys, part, ml, done, out, gate,
+                                          q8, ds8, h, sp, 0, t, 0, sm, AttnQ(), &cl);
     cluster_sync_all();
     // The merge: block sp's first warp takes dims 32·sp .. 32·sp + 31 (lane l: one dim).
     if (sp >= (head_dim_v >> 5) || t >= 32) return;
