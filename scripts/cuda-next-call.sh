@@ -7,7 +7,8 @@
 # whatever card comes: every kernel check (seed 41) and e2e on the 4-layer `mid` model with the
 # card's default (the device line and the bench's launch line show which it took), then the
 # 30B-shape decode at 512 keys, the card's default against one row an item (`r1`) and two
-# (`r2`) set by the variable, ROUNDS=N times (2), two L2 prefetch knobs, and the launch
+# (`r2`) set by the variable, ROUNDS=N times (2), the cluster attention's key depth against
+# the old one at 512 and 1 200 keys, two L2 prefetch knobs, and the launch
 # timeline of both with weight copies and of `r2` without (the items' own chain). Logs are
 # tarred into $OUT/logs.tgz every 30 s. NO_OPS=1 skips the checks. Carries a stripped
 # `cuda-check` in devcarry/.
@@ -26,6 +27,10 @@ for r in $(seq ${ROUNDS:-2}); do
   bench r2$r 512 $R2
 done
 grep -h "^device:" $OUT/bench-def1-512.log
+# The cluster attention's key iterations in flight: one (before session 26) against four.
+bench akd1 512 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=1
+bench akd1k 1200 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=1
+bench def 1200 X=1
 # Two L2 prefetches that lost on the H100 (sessions 17, 20), where HBM was the limit, once each
 # with the card's default: the projection's weights asked for during attention, and each
 # GEMV team's share of the next launch's first weights.
