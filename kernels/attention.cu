@@ -88,10 +88,11 @@ __device__ __forceinline__ float dot8_f16(uint4 w, const float* q) {
 }
 
 // Key iterations a warp of split_keys_wide has in flight in the cluster attention's short rows
-// (attn_split_cl; a measuring macro; 1: the next iteration's loads only, as before session 26). Each iteration's key and value rows come from
-// HBM (the step's weight streams leave no cache in L2), so with one in flight every iteration
-// waits a round trip: at 515 keys a cluster block walks ~33 keys, four or five iterations of
-// its warps, ~0.7 µs each. With ATT_KEY_DEPTH in flight the walk waits about once per that many.
+// (attn_split_cl; a measuring macro; 1: the next iteration's loads only, as before session 26).
+// Each iteration's key and value rows come from HBM (the step's weight streams leave no cache
+// in L2), so with one in flight every iteration waits a round trip: at 515 keys a cluster block
+// walks ~33 keys, four or five iterations of its warps, ~0.7 µs each. With ATT_KEY_DEPTH in
+// flight the walk waits about once per that many.
 #ifndef ATT_KEY_DEPTH
 #define ATT_KEY_DEPTH 4
 #endif
@@ -158,6 +159,9 @@ __device__ __forceinline__ void split_keys_wide(const float* sq, const u16* kb, 
             }
         }
     };
+    // D == 1 keeps the two-register form: the ring below takes the same keys in the same order
+    // at D == 1 too, but ptxas gave attn_split 64 registers and a spill with it (56 and none
+    // with this), and attn_split's 1 056 blocks stay one wave only under 64.
     if constexpr (D == 1) {
         int key = k0 + wid * G + grp;
         uint4 kc, vc;

@@ -584,11 +584,12 @@ impl TmaGemv {
     /// The default on compute capability 9.0 and later where the memory is slow for the
     /// multiprocessors (the H100; [`Self::for_card`]: the H200 takes [`Self::TWO_ROWS`]): two
     /// slots, up to 24 warps a block in teams of two sharing each ring, one row an item, teams
-    /// of four where the rings leave half the warps idle ([`Self::wide`]). Measured on the H200 (BENCHMARKS.md, session 16):
-    /// 144.9 tok/s with `gemv_k_multi` on the 30B shape, 164.8 with this but `wide`; the other
-    /// shapes tried there and on the H100 in session 19 (8 to 24 warps alone, three or four
-    /// slots, fewer early copies, teams of four everywhere, two rows an item, 12 warps) were
-    /// slower. `wide` was added on the H100 (+0.5 %), not yet timed on the H200.
+    /// of four where the rings leave half the warps idle ([`Self::wide`]). Measured on the
+    /// H200 (BENCHMARKS.md, session 16): 144.9 tok/s with `gemv_k_multi` on the 30B shape,
+    /// 164.8 with this but `wide`; the other shapes tried there and on the H100 in session 19
+    /// (8 to 24 warps alone, three or four slots, fewer early copies, teams of four everywhere,
+    /// two rows an item, 12 warps) were slower. `wide` was added on the H100 (+0.5 %), not yet
+    /// timed on the H200.
     pub const DEFAULT: TmaGemv = TmaGemv {
         stages: 2,
         max_warps: 24,

@@ -51,8 +51,8 @@
 //!   +0.4–0.8 % on the H100, then +2 % with the one exchange: 138.2–138.6 → 140.7–141.2 tok/s).
 //! - **Decode attention over a cluster a head** (9.0 and later): a head's splits, one a block
 //!   of a 16-block cluster, each warp with four key iterations' loads in flight
-//!   (`ATT_KEY_DEPTH`, kernels/attention.cu), merge in distributed shared memory after one cluster barrier
-//!   instead of through global memory and an atomic ticket, for rows of at most
+//!   (`ATT_KEY_DEPTH`, kernels/attention.cu), merge in distributed shared memory after one
+//!   cluster barrier instead of through global memory and an atomic ticket, for rows of at most
 //!   [`CudaBackend::attn_cluster_keys`] keys ([`CudaBackend::attn_cluster`]; on the H100
 //!   +0.9–2.0 % at 515 keys, +0.9 % at 1 000). Longer rows gain nothing (even at 1 500 keys)
 //!   or lose (−0.6 % at 2 000, −2 % at 3 000), so past [`ATTN_CLUSTER_KEYS`] they launch
