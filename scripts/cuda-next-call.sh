@@ -15,7 +15,8 @@
 #   default and the old depth at 1 200 keys (more keys a block);
 #   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes;
 #   the launch timeline with and without weight copies (its "staged" column: the staging);
-#   two L2 prefetch knobs that lost on the H100; ROUNDS=2 repeats the 512-key rows.
+#   attention fused before the output projection, and every fusion at once (with its e2e
+#   tallies); ROUNDS=2 repeats the 512-key rows.
 . scripts/cuda-call-setup.sh
 R1=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
 R2=GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
@@ -37,16 +38,21 @@ if grep -q H200 $OUT/gpu.txt; then
   bench fprep 512 GLIMMER_FUSE_PREP=1
   bench fnorm 512 GLIMMER_FUSE_NORM=3
 fi
-# The launch timeline of one eager step at 515 keys (session 21's measure), the card's default
-# with weight copies and without (the items' own chain).
-timeline timeline-def "GLIMMER_CUDA_DEFINES=KT_TRACE=1"
-timeline timeline-noload "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1"
-for t in def noload; do echo "== $t"; timeline_shapes timeline-$t; done
-bench apf 512 GLIMMER_ATTN_PREFETCH=16
-bench nxt 512 GLIMMER_GEMV_NEXT=2048
+# Attention in front of the output projection in one launch, then every fusion at once
+# (Q/K prep after the Q/K/V matmuls, attention before the projection, the norms after a grid
+# barrier: four launches a layer fewer), with its e2e tallies.
+bench fattn 512 GLIMMER_FUSE_ATTN=1
+bench fall 512 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_FUSE_NORM=3
+e2e_mid e2e-mid-fall GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_FUSE_NORM=3
+e2e_mid_summary
 for r in $(seq 2 ${ROUNDS:-1}); do
   bench def$r 512 X=1
   bench r1$r 512 $R1
   bench r2$r 512 $R2
 done
+# The launch timeline of one eager step at 515 keys (session 21's measure), the card's default
+# with weight copies and without (the items' own chain).
+timeline timeline-def "GLIMMER_CUDA_DEFINES=KT_TRACE=1"
+timeline timeline-noload "GLIMMER_CUDA_DEFINES=KT_TRACE=1 KT_NOLOAD=1"
+for t in def noload; do echo "== $t"; timeline_shapes timeline-$t; done
 logs_end; ls $OUT | wc -l
