@@ -8,26 +8,32 @@
 # changes not yet run: the GEMVs stage their activation row in one round trip to L2, and the
 # cluster attention keeps four key iterations a warp in flight (ATT_KEY_DEPTH). On whatever
 # card comes (~9 minutes on an H200; NO_OPS=1 skips the checks):
-#   every kernel check (seed 41) and e2e on the 4-layer `mid` model with the card's default
-#   (the device line and the bench's launch line show which it took);
+#   every kernel check (seed 41; with session 27's tensor-core prefill GEMM at prefill shapes)
+#   and e2e on the 4-layer `mid` model with the card's default (the device line and the
+#   bench's launch line show which it took) and with the GEMM (GLIMMER_PREFILL_MMA=1);
+#   the 30B-shape prefill with the GEMM beside the default's;
 #   the 30B-shape decode at 512 keys: the card's default, one row an item (`r1`) and two
 #   (`r2`) set by the variable, and the old attention key depth (ATT_KEY_DEPTH=1), then the
 #   default and the old depth at 1 200 keys (more keys a block);
 #   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes;
-#   the launch timeline with and without weight copies (its "staged" column: the staging);
 #   attention fused before the output projection, and every fusion at once (with its e2e
-#   tallies); ROUNDS=2 repeats the 512-key rows.
+#   tallies); ROUNDS=2 repeats the 512-key rows; last, the launch timeline with and without
+#   weight copies (its "staged" column: the staging).
 . scripts/cuda-call-setup.sh
 R1=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
 R2=GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
 logs_start
 if [ -z "${NO_OPS:-}" ]; then
   ops_checks 41
-  synth_mid; e2e_mid e2e-mid; e2e_mid_summary
+  synth_mid; e2e_mid e2e-mid; e2e_mid e2e-mid-mma GLIMMER_PREFILL_MMA=1; e2e_mid_summary
 fi
 synth_full
 bench def1 512 X=1
 grep -h "^device:" $OUT/bench-def1-512.log
+# The tensor-core prefill GEMM (session 27, not yet run): its prefill figure against the
+# default's (the checks above ran it against the CPU; e2e-mid-mma prefills with it).
+bench mma 512 GLIMMER_PREFILL_MMA=1
+grep -h "prefill 512" $OUT/bench-def1-512.log $OUT/bench-mma-512.log
 bench r11 512 $R1
 bench r21 512 $R2
 bench akd1 512 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=1

@@ -141,6 +141,15 @@ pub struct CudaBackend {
     /// kernel (other values act as 1; four rows a warp was slower on the H200 and is gone).
     /// Public so benchmarks can compare them.
     pub gemv_rows_per_warp: usize,
+    /// Whether quantized matmuls of at least [`MMA_MIN_ROWS`] activation rows (prefill) run on
+    /// the tensor cores, `gemm_*_mma` (kernels/gemm.cu: 64 x 64 output tiles, int8
+    /// `mma.sync`), instead of the eight-rows-a-launch-row dp4a GEMVs, where the compute
+    /// capability is 8.0 or later. `$GLIMMER_PREFILL_MMA=1` (a measuring knob, off by default:
+    /// written in session 27 without a GPU, compiled through NVRTC and ptxas for sm_90 and
+    /// sm_87 but not yet run; `cuda-check ops` checks it against the CPU at prefill shapes).
+    pub prefill_mma: bool,
+    /// How many matmuls ran on the tensor cores ([`Self::prefill_mma`]; checks read it).
+    pub mma_matmuls: u64,
     /// Warps the one-row GEMV aims to launch when it splits rows over warp teams; 0 (the
     /// default) picks by width (`auto_team_target`). Public so benchmarks can compare.
     pub gemv_team_target: usize,
@@ -734,6 +743,10 @@ impl NormFusion {
     }
 }
 
+/// Fewest activation rows a quantized matmul takes the tensor-core GEMM at
+/// ([`CudaBackend::prefill_mma`]): below, the 64-row tiles would be mostly padding.
+pub const MMA_MIN_ROWS: usize = 16;
+
 /// Bytes of one block's partial sums in [`CudaBackend::norm_part`] (`gemv_k_multi_sums` and
 /// `gemv_k_multi_gridnorm` leave four `f64`; `gemv_k_multi_norm` one).
 const NORM_SUMS_BYTES: usize = 32;
@@ -804,6 +817,8 @@ impl CudaBackend {
             capturing: false,
             qx: None,
             gemv_rows_per_warp: 0,
+            prefill_mma: env_on("GLIMMER_PREFILL_MMA"),
+            mma_matmuls: 0,
             gemv_smem: None,
             gemv_team_target: 0,
             gemv_multi: 2,

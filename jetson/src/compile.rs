@@ -11,11 +11,12 @@ use cudarc::nvrtc::{self, CompileOptions, Ptx};
 use crate::CudaError;
 
 /// Kernel sources in the order they are compiled.
-pub const SOURCES: [(&str, &str); 12] = [
+pub const SOURCES: [(&str, &str); 13] = [
     ("common.cu", include_str!("../../kernels/common.cu")),
     ("quantize.cu", include_str!("../../kernels/quantize.cu")),
     ("gemv.cu", include_str!("../../kernels/gemv.cu")),
     ("gemv_k.cu", include_str!("../../kernels/gemv_k.cu")),
+    ("gemm.cu", include_str!("../../kernels/gemm.cu")),
     ("embed.cu", include_str!("../../kernels/embed.cu")),
     ("norm.cu", include_str!("../../kernels/norm.cu")),
     ("rope.cu", include_str!("../../kernels/rope.cu")),

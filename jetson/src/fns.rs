@@ -44,6 +44,9 @@ pub(crate) struct Fns {
     pub quantize_q8_1: CudaFunction,
     /// `(one row, eight rows)` per entry of [`GEMV_TYPES`].
     pub gemv: [(CudaFunction, CudaFunction); 7],
+    /// The tensor-core prefill GEMMs (`gemm_*_mma`, kernels/gemm.cu) per entry of
+    /// [`GEMV_TYPES`].
+    pub gemm_mma: [CudaFunction; 7],
     /// Two-rows-per-warp one-row GEMVs of Q4_K and Q6_K.
     pub gemv_rows: [CudaFunction; 2],
     /// One-row GEMVs of Q4_K and Q6_K that stage the activations in shared memory.
@@ -125,6 +128,12 @@ impl Fns {
         }
         let gemv: [(CudaFunction, CudaFunction); 7] =
             gemv.try_into().map_err(|_| CudaError::Compile)?;
+        let gemm_mma: [CudaFunction; 7] = GEMV_NAMES
+            .iter()
+            .map(|name| f(&format!("{}_mma", name.replacen("gemv", "gemm", 1))))
+            .collect::<Result<Vec<_>, _>>()?
+            .try_into()
+            .map_err(|_| CudaError::Compile)?;
         let multi = |name: &str| -> Result<(CudaFunction, u32), CudaError> {
             let k = f(name)?;
             let n = k.occupancy_max_active_blocks_per_multiprocessor(MULTI_THREADS, 0, None)?;
@@ -138,6 +147,7 @@ impl Fns {
         Ok(Fns {
             quantize_q8_1: f("quantize_q8_1")?,
             gemv,
+            gemm_mma,
             gemv_rows: [f("gemv_q4_k_rw2")?, f("gemv_q6_k_rw2")?],
             gemv_smem: [f("gemv_q4_k_s1")?, f("gemv_q6_k_s1")?],
             gemv_multi,

@@ -61,11 +61,17 @@
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
+//! - **A tensor-core prefill GEMM** (kernels/gemm.cu, behind `GLIMMER_PREFILL_MMA=1` until it
+//!   has run on a GPU): at [`MMA_MIN_ROWS`] activation rows or more, 64 x 64 output tiles whose
+//!   weights are decoded once a tile into int8 in shared memory and multiplied with `mma.sync`
+//!   (compute capability 8.0 and later: Orin's sm_87 and the H100/H200's sm_90);
+//!   [`CudaBackend::prefill_mma`].
 //!
 //! Measuring knobs (environment variables read when a backend is made; off by default unless
 //! said, and each measured in BENCHMARKS.md or marked there as not yet run on a GPU, so a change can be
 //! compared on a device without a rebuild):
-//! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_FUSE_NORM` (1: the
+//! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_PREFILL_MMA` (1: the
+//! tensor-core prefill GEMM, [`CudaBackend::prefill_mma`]), `GLIMMER_FUSE_NORM` (1: the
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
 //! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
 //! bulk-copy kernel where that runs; 4: the norms deferred into the next GEMV's launch;
@@ -124,7 +130,7 @@ mod weights;
 #[cfg(not(target_os = "macos"))]
 pub use backend::{
     BlockStamps, Capacity, CudaBackend, NormFusion, TmaGemv, TracedLaunch, ATTN_CLUSTER_KEYS,
-    GRAB_COUNTERS, MAX_HEAD_DIM, TRACE_POINTS,
+    GRAB_COUNTERS, MAX_HEAD_DIM, MMA_MIN_ROWS, TRACE_POINTS,
 };
 pub use error::CudaError;
 #[cfg(not(target_os = "macos"))]

@@ -8,7 +8,8 @@ use glimmer_core::model::{Activation, RopeStyle, Tensor};
 use glimmer_core::quant::GgmlType;
 
 use crate::backend::{
-    CudaBackend, NormFusion, TmaGemv, TracedLaunch, GRAB_COUNTERS, MAX_HEAD_DIM, MIN_KEYS_PER_SPLIT,
+    CudaBackend, NormFusion, TmaGemv, TracedLaunch, GRAB_COUNTERS, MAX_HEAD_DIM,
+    MIN_KEYS_PER_SPLIT, MMA_MIN_ROWS,
 };
 use crate::fns::{gemv_index, raw, Fns, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
 use crate::gpu::{Arg, MAX_ARGS, MAX_DYNAMIC_SMEM};
@@ -910,6 +911,25 @@ impl CudaBackend {
             || (matches!(w.ty, GgmlType::Q4_K | GgmlType::Q6_K) && !w.row_bytes.is_multiple_of(16))
         {
             return Err(CudaError::UnsupportedType(w.ty));
+        }
+        if self.prefill_mma && rows >= MMA_MIN_ROWS && self.gpu.compute_capability().0 >= 8 {
+            // kernels/gemm.cu: 64 x 64 output tiles, the activation tiles adjacent in the grid.
+            self.mma_matmuls += 1;
+            return self.gpu.launch(
+                raw(&fns.gemm_mma[wi]),
+                (rows.div_ceil(64) as u32, w.rows.div_ceil(64) as u32, 1),
+                128,
+                &[
+                    Arg::P(w.ptr),
+                    Arg::U(w.row_bytes as u64),
+                    Arg::int(w.rows)?,
+                    Arg::int(cols)?,
+                    Arg::P(self.aq.ptr()),
+                    Arg::P(self.ads.ptr()),
+                    Arg::P(out),
+                    Arg::int(rows)?,
+                ],
+            );
         }
         let (f1, f8) = &fns.gemv[wi];
         let full = rows / 8;

@@ -700,6 +700,55 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         }
     }
 
+    // The tensor-core prefill GEMM (`prefill_mma`, compute capability 8.0 and later) for
+    // every quantized type: its fewest rows (16), a ragged activation tile (37 = 32 + 5) and
+    // a whole one (64, the chunk here), over a ragged weight tile (200 = 3 x 64 + 8); and for
+    // the formats of 32-value blocks a column count whose last step is one sub-block (800 =
+    // 3 x 256 + 32). Counted, so a silent fallback to the GEMVs fails.
+    if p.cu.gpu().compute_capability().0 >= 8 {
+        let mma_default = p.cu.prefill_mma;
+        p.cu.prefill_mma = true;
+        for &ty in TYPES.iter() {
+            if !glimmer_jetson::GEMV_TYPES.contains(&ty) {
+                continue;
+            }
+            let k_quant = matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K);
+            let shapes: &[(usize, usize, &[usize])] = if k_quant {
+                &[(200, 1280, &[16, 37, 64])]
+            } else {
+                &[(200, 1280, &[16, 37, 64]), (200, 800, &[37])]
+            };
+            for &(n_out, cols, row_counts) in shapes {
+                let data = matrix(&mut rng, ty, n_out, cols, 0.1)?;
+                id += 1;
+                let t = Tensor {
+                    ty,
+                    rows: n_out,
+                    cols,
+                    data: &data,
+                    id,
+                };
+                p.cu.upload(&[t]).map_err(|e| e.to_string())?;
+                for &rows in row_counts {
+                    let x = buf(A, rows * cols);
+                    let out = buf(B, rows * n_out);
+                    let xv = rng.vec(x.len, 1.0);
+                    p.put(x, &xv)?;
+                    p.poison(out)?;
+                    let before = p.cu.mma_matmuls;
+                    p.run(|b| b.b_matmul(&t, x, rows, out))?;
+                    let label = format!("matmul_mma_{}_{n_out}x{cols}_rows{rows}", ty.name());
+                    ok &= p.check(&label, out, matmul_tol(ty))?;
+                    if p.cu.mma_matmuls != before + 1 {
+                        println!("FAIL {label}: the tensor-core GEMM did not run");
+                        ok = false;
+                    }
+                }
+            }
+        }
+        p.cu.prefill_mma = mma_default;
+    }
+
     // Several matrices over one input (`matmul_many`): at fewer than eight rows the device
     // runs up to four Q4_K / Q6_K matrices in one launch. Odd row counts end a matrix in the
     // middle of a warp's row pair; Q6_K between Q4_K matrices switches type mid-grid. Each
