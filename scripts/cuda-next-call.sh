@@ -51,6 +51,9 @@ bench fattn 512 GLIMMER_FUSE_ATTN=1
 bench fall 512 GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_FUSE_NORM=3
 e2e_mid e2e-mid-fall GLIMMER_FUSE_QK=1 GLIMMER_FUSE_ATTN=1 GLIMMER_FUSE_NORM=3
 e2e_mid_summary
+# Run-time items for the last round of each one-row launch (lost 4-7 % on the H100 in session
+# 23, whose GEMVs were bound by their bytes; the H200's blocks end up to 4 us apart).
+bench st1 512 $R1 GLIMMER_GEMV_STEAL=1
 for r in $(seq 2 ${ROUNDS:-1}); do
   bench def$r 512 X=1
   bench r1$r 512 $R1
