@@ -6,10 +6,11 @@
 // GEMM_KB sub-blocks of 32 columns it decodes its weight rows with gemv.cu's `decode_sub` into
 // int8 in shared memory (with each sub-block's d0, d1 and m), copies the activation tile and
 // its scales beside them, and its four warps (2 x 2, 32 x 32 outputs each) multiply them with
-// `mma.sync` m16n8k16 s8 x s8 -> s32, one product a half sub-block (16 columns: Q6_K's scales
-// are per 16; the other formats have d0 == d1). Each sub-block's integer sums become floats as
-// the GEMVs make them, `da.x * (d0 * s0 + d1 * s1) - m * da.y`, added up over the sub-blocks in
-// column order: the same value a sub-block as the GEMVs, summed in another order.
+// `mma.sync` s8 x s8 -> s32: one m16n8k32 product a sub-block where its 32 values share a
+// scale (d0 == d1), and for Q6_K, whose scales are per 16 values, one m16n8k16 product a half.
+// Each sub-block's integer sums become floats as the GEMVs make them, `da.x * (d0 * s0 + d1 *
+// s1) - m * da.y` (with one scale, `da.x * (d * s) - m * da.y`: s0 + s1 is exact), added up over
+// the sub-blocks in column order: the GEMVs' value a sub-block, summed in another order.
 //
 // The grid is (activation tiles, weight tiles): the blocks that share weight rows are adjacent,
 // so the weights come from HBM about once and from L2 for the other activation tiles.
@@ -23,12 +24,26 @@
 #define GEMM_LD (GEMM_KB * 32 + 16)
 #define GEMM_THREADS 128
 
+// Whether a format's sub-blocks of 32 carry two scales (Q6_K: one a 16 values), so that each
+// half's integer sum is scaled on its own; the others take one m16n8k32 product a sub-block.
+template <int T> constexpr bool GEMM_HALVES = false;
+template <> constexpr bool GEMM_HALVES<T_Q6_K> = true;
+
 // d (4 x s32) += a (16 x 16 s8, row-major: two registers) . b (16 x 8 s8, column-major: one).
 __device__ __forceinline__ void mma_s8_16816(int (&d)[4], int a0, int a1, int b0) {
 #if __CUDA_ARCH__ >= 800
     asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                  : "r"(a0), "r"(a1), "r"(b0));
+#endif
+}
+
+// d (4 x s32) += a (16 x 32 s8, row-major: four registers) . b (32 x 8 s8, column-major: two).
+__device__ __forceinline__ void mma_s8_16832(int (&d)[4], int a0, int a1, int a2, int a3, int b0, int b1) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #endif
 }
 
@@ -95,45 +110,77 @@ __device__ __forceinline__ void gemm_mma(const u8* __restrict__ w, u64 row_bytes
         __syncthreads();
 #pragma unroll 1
         for (int s = 0; s < GEMM_KB; ++s) {
-            // The two halves' integer sums of this sub-block.
-            int c[2][2][4][4];
+            // Fragments of sub-block s: A rows g and g + 8 of each 16-row tile, B row g of each
+            // 8-row tile, word t of each half (16 columns): [tile][half][row g, row g + 8].
+            int a[2][2][2], b[4][2];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int k = s * 32 + h * 16 + t * 4;
-                int a[2][2], b[4];
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
-                    a[mt][0] = *(const int*)(sw + (wm + mt * 16 + g) * GEMM_LD + k);
-                    a[mt][1] = *(const int*)(sw + (wm + mt * 16 + g + 8) * GEMM_LD + k);
+                    a[mt][h][0] = *(const int*)(sw + (wm + mt * 16 + g) * GEMM_LD + k);
+                    a[mt][h][1] = *(const int*)(sw + (wm + mt * 16 + g + 8) * GEMM_LD + k);
                 }
 #pragma unroll
-                for (int nt = 0; nt < 4; ++nt) b[nt] = *(const int*)(sa + (wn + nt * 8 + g) * GEMM_LD + k);
+                for (int nt = 0; nt < 4; ++nt) b[nt][h] = *(const int*)(sa + (wn + nt * 8 + g) * GEMM_LD + k);
+            }
+            if constexpr (GEMM_HALVES<T>) {
+                // Per-16 scales: the halves' sums apart (m16n8k16 each).
+                int c[2][2][4][4];
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                        for (int nt = 0; nt < 4; ++nt) {
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) c[h][mt][nt][e] = 0;
+                            mma_s8_16816(c[h][mt][nt], a[mt][h][0], a[mt][h][1], b[nt][h]);
+                        }
+                // Accumulator element e of tile (mt, nt): weight row wm + 16 mt + g + 8 (e >> 1),
+                // activation row wn + 8 nt + 2 t + (e & 1).
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                    for (int hi = 0; hi < 2; ++hi) {
+                        const int r = wm + mt * 16 + g + 8 * hi;
+                        const float d0 = sd0[s][r], d1 = sd1[s][r], m = smn[s][r];
+#pragma unroll
+                        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                            for (int lo = 0; lo < 2; ++lo) {
+                                const float2 da = sda[s][wn + nt * 8 + 2 * t + lo];
+                                const int e = 2 * hi + lo;
+                                acc[mt][nt][e] += da.x * (d0 * (float)c[0][mt][nt][e] + d1 * (float)c[1][mt][nt][e]) - m * da.y;
+                            }
+                    }
+            } else {
+                // One scale a sub-block (d0 == d1): its whole sum in one m16n8k32 product.
+                int c[2][4][4];
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
                     for (int nt = 0; nt < 4; ++nt) {
 #pragma unroll
-                        for (int e = 0; e < 4; ++e) c[h][mt][nt][e] = 0;
-                        mma_s8_16816(c[h][mt][nt], a[mt][0], a[mt][1], b[nt]);
+                        for (int e = 0; e < 4; ++e) c[mt][nt][e] = 0;
+                        mma_s8_16832(c[mt][nt], a[mt][0][0], a[mt][0][1], a[mt][1][0], a[mt][1][1], b[nt][0], b[nt][1]);
+                    }
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                    for (int hi = 0; hi < 2; ++hi) {
+                        const int r = wm + mt * 16 + g + 8 * hi;
+                        const float d = sd0[s][r], m = smn[s][r];
+#pragma unroll
+                        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                            for (int lo = 0; lo < 2; ++lo) {
+                                const float2 da = sda[s][wn + nt * 8 + 2 * t + lo];
+                                const int e = 2 * hi + lo;
+                                acc[mt][nt][e] += da.x * (d * (float)c[mt][nt][e]) - m * da.y;
+                            }
                     }
             }
-            // Accumulator element e of tile (mt, nt): weight row wm + 16 mt + g + 8 (e >> 1),
-            // activation row wn + 8 nt + 2 t + (e & 1).
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                for (int hi = 0; hi < 2; ++hi) {
-                    const int r = wm + mt * 16 + g + 8 * hi;
-                    const float d0 = sd0[s][r], d1 = sd1[s][r], m = smn[s][r];
-#pragma unroll
-                    for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-                        for (int lo = 0; lo < 2; ++lo) {
-                            const float2 da = sda[s][wn + nt * 8 + 2 * t + lo];
-                            const int e = 2 * hi + lo;
-                            acc[mt][nt][e] += da.x * (d0 * (float)c[0][mt][nt][e] + d1 * (float)c[1][mt][nt][e]) - m * da.y;
-                        }
-                }
         }
         __syncthreads();
     }
