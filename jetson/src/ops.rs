@@ -912,8 +912,13 @@ impl CudaBackend {
         {
             return Err(CudaError::UnsupportedType(w.ty));
         }
-        if self.prefill_mma && rows >= MMA_MIN_ROWS && self.gpu.compute_capability().0 >= 8 {
-            // kernels/gemm.cu: 64 x 64 output tiles, the activation tiles adjacent in the grid.
+        if self.prefill_mma
+            && rows >= MMA_MIN_ROWS
+            && w.rows.div_ceil(64) <= 65_535
+            && self.gpu.compute_capability().0 >= 8
+        {
+            // kernels/gemm.cu: 64 x 64 output tiles, the activation tiles adjacent in the grid
+            // (at most 65 535 weight tiles: the grid's y limit).
             self.mma_matmuls += 1;
             return self.gpu.launch(
                 raw(&fns.gemm_mma[wi]),
