@@ -599,8 +599,7 @@ extern "C" __global__ void __launch_bounds__(768, 1)
                                        u32* bar) {
 #if __CUDA_ARCH__ >= 900
     KT_ATTN_PRO(bar);
-    tma_gridnorm_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
-                      w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, nq, nds, npart,
-                      bar, pro);
+    tma_gridnorm_body<1>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                         e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, nq, nds, npart, bar, pro);
 #endif
 }

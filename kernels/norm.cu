@@ -523,19 +523,20 @@ template <int R> struct KtSumsEp {
 #define KT_NORM_RED 1280
 static_assert(KT_NORM_RED + 24 * sizeof(NormSums) <= KT_BAR_BYTES, "the warps' norm sums fit the barrier area");
 
-// gemv_k_multi_tma1_t2_gridnorm's work, with `pro` in front of the matmuls (KtNoPro, or the
-// attention of gemv_k_multi_tma1_t2_attn_gridnorm, attention.cu).
-template <class Pro>
+// gemv_k_multi_tma1_t2_gridnorm's work (R = 1; R = 2: gemv_k_multi_tma2_t2_gridnorm, two rows
+// an item), with `pro` in front of the matmuls (KtNoPro, or the attention of
+// gemv_k_multi_tma1_t2_attn_gridnorm, attention.cu).
+template <int R, class Pro>
 __device__ __forceinline__ void tma_gridnorm_body(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x,
                                                   const float* __restrict__ pw, float peps,
                                                   const float* __restrict__ nw, float* __restrict__ nout, float eps,
                                                   i8* __restrict__ q, float2* __restrict__ ds,
                                                   NormSums* __restrict__ part, u32* bar, const Pro& pro) {
 #if __CUDA_ARCH__ >= 900
-    KtSumsEp<1> ep;
+    KtSumsEp<R> ep;
     ep.x = x;
     ep.pw = pw;
-    gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
+    gemv_k_multi_tma_body<R, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep, pro);
     u8* kt_smem = kt_smem_base();
     NormSums* red = (NormSums*)(kt_smem + KT_NORM_RED);
@@ -557,9 +558,22 @@ extern "C" __global__ void __launch_bounds__(768, 1)
                                   const float* __restrict__ pw, float peps, const float* __restrict__ nw,
                                   float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
                                   NormSums* __restrict__ part, u32* bar) {
-    tma_gridnorm_body(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
-                      w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds, part, bar,
-                      KtNoPro());
+    tma_gridnorm_body<1>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                         e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds, part, bar,
+                         KtNoPro());
+}
+
+// The same with two rows an item (`TmaGemv::item_rows` 2 where the layout keeps every warp with
+// two-row slots, as `gemv_k_multi_tma2_t2`): the H200's default shape (`TmaGemv::for_card`),
+// so that the grid-barrier norm there keeps it (session 27: written without a GPU; not yet run).
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma2_t2_gridnorm(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x,
+                                  const float* __restrict__ pw, float peps, const float* __restrict__ nw,
+                                  float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
+                                  NormSums* __restrict__ part, u32* bar) {
+    tma_gridnorm_body<2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+                         e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds, part, bar,
+                         KtNoPro());
 }
 
 // ---- The norms deferred into the next bulk-copy GEMV ($GLIMMER_FUSE_NORM=4) ----

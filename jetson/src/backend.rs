@@ -210,6 +210,9 @@ pub struct CudaBackend {
     /// How many of them split each item's rows over a team's warps ([`TmaGemv::item_rows`]
     /// 3; checks read it).
     pub gemv_tma_rowsplit_launches: u64,
+    /// How many of them were the grid-barrier norm with two rows an item
+    /// (`gemv_k_multi_tma2_t2_gridnorm`; checks read it).
+    pub gemv_tma_norm2_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
     /// `gemv_k_multi_sums`' and `gemv_k_multi_gridnorm`'s (four `f64` each),
     /// [`Self::norm_blocks`] of them.
@@ -715,7 +718,10 @@ pub enum NormFusion {
     /// `gemv_k_multi_gridnorm`: the sums as in [`Self::Split`], then a grid-wide barrier and
     /// the norm's 32-value groups shared out over the same launch's blocks (no second launch).
     /// On compute capability 9.0 and later with a bulk-copy setting of teams of two (the
-    /// default), `gemv_k_multi_tma1_t2_gridnorm`: the same after the bulk-copy GEMV.
+    /// default), `gemv_k_multi_tma1_t2_gridnorm`: the same after the bulk-copy GEMV; where the
+    /// setting takes two rows an item and the matrix's two-row slots keep every warp (the
+    /// H200's default, [`TmaGemv::TWO_ROWS`]), `gemv_k_multi_tma2_t2_gridnorm` (session 27,
+    /// written without a GPU: not yet run).
     Grid,
     /// The norms wait for the op after the matmul: where that is a one-row bulk-copy
     /// `matmul_many` over the norm's output (the next block's Q/K/V or FFN gate/up),
@@ -857,6 +863,7 @@ impl CudaBackend {
             gemv_tma_wide_launches: 0,
             gemv_tma_deep_launches: 0,
             gemv_tma_rowsplit_launches: 0,
+            gemv_tma_norm2_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

@@ -455,7 +455,8 @@ impl CudaBackend {
         // two, the grid-barrier norm (`gemv_k_multi_tma1_t2_gridnorm`, kernel 6) or
         // attn_inputs (`gemv_k_multi_tma1_t2_qkprep`, kernel 7) after the matmuls, or
         // attention in front of them (`gemv_k_multi_tma1_t2_attn`, kernel 8, with the
-        // grid-barrier norm after them `_attn_gridnorm`, kernel 9).
+        // grid-barrier norm after them `_attn_gridnorm`, kernel 9); the grid-barrier norm with
+        // two rows an item is `gemv_k_multi_tma2_t2_gridnorm`, kernel 16.
         let bar = [Arg::P(self.grid_bar.ptr())];
         let tma_tail: Option<Option<(usize, &[Arg])>> = match (tail, head) {
             (None, None) => Some(None),
@@ -474,12 +475,20 @@ impl CudaBackend {
         {
             let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
             // The probes have no teams: a ring a warp. The kernels with work before or after
-            // the matmuls take one row an item.
+            // the matmuls take one row an item, but for the grid-barrier norm alone, which has
+            // a two-row form (kernel 16).
             // Deeper first rings for plain launches only (the fused kernels lay out their own
             // shared memory after the rings').
             let cfg = match (self.gemv_probe, tma_tail) {
                 (true, _) => TmaGemv {
                     team: 1,
+                    ring: 0,
+                    ..cfg
+                },
+                // The grid-barrier norm alone keeps two rows an item where the setting asks for
+                // them (`gemv_k_multi_tma2_t2_gridnorm`).
+                (false, Some((6, _))) if cfg.team == 2 => TmaGemv {
+                    item_rows: cfg.item_rows.min(2),
                     ring: 0,
                     ..cfg
                 },
@@ -517,6 +526,7 @@ impl CudaBackend {
             if let Some((l, smem)) = layout {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
+                    (_, Some((6, _))) if l.rows == 2 => 16,
                     (_, Some((k, _))) => k,
                     (2, _) if l.rows == 2 && cfg.item_rows == 3 => 12,
                     (2, _) if l.rows == 2 => 10,
@@ -529,9 +539,10 @@ impl CudaBackend {
                 // with the norm, at most the partial sums there is room for.
                 let rings = (l.warps / cfg.team.max(1)) as usize;
                 let mut blocks = items.div_ceil(rings).min(gpu.sm_count() as usize);
-                if k == 6 || k == 9 {
+                if matches!(k, 6 | 9 | 16) {
                     blocks = blocks.min(self.norm_blocks);
                 }
+                self.gemv_tma_norm2_launches += u64::from(k == 16);
                 let mut all = [Arg::I(0); 4 + 6 * SEGS + KT_ARGS + ATT_ARGS + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 // KT_PARAMS: the ring's slots; the items asked for before the wait (bits 0-7)

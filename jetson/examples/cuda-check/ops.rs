@@ -1092,7 +1092,8 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     let fuse_default = p.cu.fuse_norm;
     let tma_default = p.cu.gemv_tma;
     // The register kernels' three forms, then (sm_90) the grid-barrier norm in the bulk-copy
-    // kernel (`gemv_k_multi_tma1_t2_gridnorm`; counted too).
+    // kernel with one row an item (`gemv_k_multi_tma1_t2_gridnorm`) and two
+    // (`gemv_k_multi_tma2_t2_gridnorm`: both matrices here take two-row slots; counted too).
     let mut modes = vec![
         (NormFusion::Tail, "tail", None),
         (NormFusion::Split, "split", None),
@@ -1103,6 +1104,11 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
             NormFusion::Grid,
             "gridtma",
             Some(glimmer_jetson::TmaGemv::DEFAULT),
+        ));
+        modes.push((
+            NormFusion::Grid,
+            "gridtma2",
+            Some(glimmer_jetson::TmaGemv::TWO_ROWS),
         ));
     }
     for (mode, mname, tma) in modes {
@@ -1123,9 +1129,18 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                     p.poison(mo)?;
                     let before = p.cu.fused_norms;
                     let tma_before = p.cu.gemv_tma_launches;
+                    let norm2_before = p.cu.gemv_tma_norm2_launches;
                     let e = branch_end(y, xr, post, Some(&gt), w.rows, nb);
                     p.run(|b| b.b_matmul_add_rmsnorm(w, a, rows, &e))?;
                     let tma_launches = p.cu.gemv_tma_launches - tma_before;
+                    let norm2 = p.cu.gemv_tma_norm2_launches - norm2_before;
+                    let want_norm2 = u64::from(mname == "gridtma2" && rows == 1);
+                    if norm2 != want_norm2 {
+                        println!(
+                            "matmul_add_rmsnorm_{mname}_{wname}_rows{rows}: {norm2} two-row grid-norm launches, expected {want_norm2}  FAIL"
+                        );
+                        ok = false;
+                    }
                     p.run(|b| b.b_matmul(&wt, nb, rows, mo))?;
                     let fused = p.cu.fused_norms - before;
                     let want = u64::from(rows == 1);

@@ -15,7 +15,7 @@ use glimmer_jetson::{BlockStamps, Gpu, TracedLaunch};
 use crate::bench::after_warm_steps;
 
 /// `Fns::gemv_multi_tma`'s kernels, by index.
-const KERNELS: [&str; 13] = [
+const KERNELS: [&str; 17] = [
     "tma2",
     "tma1",
     "tma2_probe",
@@ -29,6 +29,10 @@ const KERNELS: [&str; 13] = [
     "tma2_t2",
     "t2_prenorm",
     "tma2_rs",
+    "tma1_t2_dyn",
+    "tma1_t4_dyn",
+    "tma2_rs_dyn",
+    "tma2_t2_gridnorm",
 ];
 
 /// The stamps' points (`KT_TRACE_POINTS`): entry, waited, staged, first item, items done, end.
