@@ -15,7 +15,8 @@
 #   the 30B-shape decode at 512 keys: the card's default, one row an item (`r1`) and two
 #   (`r2`) set by the variable, and the old attention key depth (ATT_KEY_DEPTH=1), then the
 #   default and the old depth at 1 200 keys (more keys a block);
-#   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes;
+#   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes
+#   (the grid-barrier norm now with two rows an item where the default has them, and with one);
 #   attention fused before the output projection, and every fusion at once (with its e2e
 #   tallies); ROUNDS=2 repeats the 512-key rows; last, the launch timeline with and without
 #   weight copies (its "staged" column: the staging).
@@ -43,6 +44,9 @@ if grep -q H200 $OUT/gpu.txt; then
   bench fqk 512 GLIMMER_FUSE_QK=1
   bench fprep 512 GLIMMER_FUSE_PREP=1
   bench fnorm 512 GLIMMER_FUSE_NORM=3
+  # The grid-barrier norm takes two rows an item where the card's default does (session 27's
+  # gemv_k_multi_tma2_t2_gridnorm); with one row an item for the comparison.
+  bench fnorm1 512 $R1 GLIMMER_FUSE_NORM=3
 fi
 # Attention in front of the output projection in one launch, then every fusion at once
 # (Q/K prep after the Q/K/V matmuls, attention before the projection, the norms after a grid
