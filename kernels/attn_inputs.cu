@@ -136,11 +136,14 @@ extern "C" __global__ void attn_inputs(ATTN_INPUTS_PARAMS) {
 // warp is past the barrier. ($GLIMMER_FUSE_QK=1, off by default.)
 // Status: its decode ran in session 19 (H100: `cuda-check e2e` tallies unchanged) and lost
 // 0.12 ms a token against the attn_inputs launch it replaces (BENCHMARKS.md); off.
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_qkprep(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS, u32* bar) {
+#define ATTN_INPUTS_ARGS                                                                                     \
+    q, k, v, qw, kw, norm, eps, n_head, n_head_kv, head_dim, head_dim_v, rope_dim, theta_scale, style, kv, slot, \
+        slot_stride, k_off, v_off, cap, pos
+template <int R>
+__device__ __forceinline__ void tma_qkprep_body(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS, u32* bar) {
 #if __CUDA_ARCH__ >= 900
     KtNoEp ep;
-    gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
+    gemv_k_multi_tma_body<R, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep);
     grid_barrier(bar, gridDim.x);
     u8* kt_smem = kt_smem_base();
@@ -154,6 +157,21 @@ extern "C" __global__ void __launch_bounds__(768, 1)
         __syncthreads();
     }
 #endif
+}
+
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma1_t2_qkprep(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS, u32* bar) {
+    tma_qkprep_body<1>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
+                       w3, rb3, n3, t3, o3, pf, KT_ARGS, ATTN_INPUTS_ARGS, bar);
+}
+
+// The same with two rows an item where the setting asks for them and the matrices' two-row
+// slots keep every warp (the H200's default, `TmaGemv::TWO_ROWS`; session 27, written without
+// a GPU: not yet run).
+extern "C" __global__ void __launch_bounds__(768, 1)
+    gemv_k_multi_tma2_t2_qkprep(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS, u32* bar) {
+    tma_qkprep_body<2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
+                       w3, rb3, n3, t3, o3, pf, KT_ARGS, ATTN_INPUTS_ARGS, bar);
 }
 
 // ---- attn_inputs deferred into attention ($GLIMMER_FUSE_PREP=1) ----

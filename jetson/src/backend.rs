@@ -210,9 +210,9 @@ pub struct CudaBackend {
     /// How many of them split each item's rows over a team's warps ([`TmaGemv::item_rows`]
     /// 3; checks read it).
     pub gemv_tma_rowsplit_launches: u64,
-    /// How many of them were the grid-barrier norm with two rows an item
-    /// (`gemv_k_multi_tma2_t2_gridnorm`; checks read it).
-    pub gemv_tma_norm2_launches: u64,
+    /// How many of them were the grid-barrier norm or the Q/K prep with two rows an item
+    /// (`gemv_k_multi_tma2_t2_gridnorm`, `gemv_k_multi_tma2_t2_qkprep`; checks read it).
+    pub gemv_tma_fused2_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
     /// `gemv_k_multi_sums`' and `gemv_k_multi_gridnorm`'s (four `f64` each),
     /// [`Self::norm_blocks`] of them.
@@ -274,8 +274,11 @@ pub struct CudaBackend {
     /// Whether `qkv_attn_inputs` at one row runs as one launch,
     /// `gemv_k_multi_tma1_t2_qkprep` (the Q/K/V/gate matmuls, a grid barrier, then
     /// `attn_inputs`' work; where the bulk-copy kernels run with teams of two, as by
-    /// default on compute capability 9.0 and later). `$GLIMMER_FUSE_QK=1` (a measuring knob,
-    /// off by default: 0.12 ms a token slower than the two launches on the H100, session 19).
+    /// default on compute capability 9.0 and later; with two rows an item where the setting
+    /// takes them and the matrices' two-row slots keep every warp, the H200's default,
+    /// `gemv_k_multi_tma2_t2_qkprep`: session 27, not yet run). `$GLIMMER_FUSE_QK=1` (a
+    /// measuring knob, off by default: 0.12 ms a token slower than the two launches on the
+    /// H100, session 19).
     pub fuse_qk: bool,
     /// How many such one-launch `qkv_attn_inputs` this backend has made (checks read it).
     pub fused_qk: u64,
@@ -863,7 +866,7 @@ impl CudaBackend {
             gemv_tma_wide_launches: 0,
             gemv_tma_deep_launches: 0,
             gemv_tma_rowsplit_launches: 0,
-            gemv_tma_norm2_launches: 0,
+            gemv_tma_fused2_launches: 0,
             norm_part: gpu.alloc(norm_blocks * NORM_SUMS_BYTES)?,
             norm_ctr: gpu.alloc(4)?,
             norm_blocks,

@@ -455,8 +455,8 @@ impl CudaBackend {
         // two, the grid-barrier norm (`gemv_k_multi_tma1_t2_gridnorm`, kernel 6) or
         // attn_inputs (`gemv_k_multi_tma1_t2_qkprep`, kernel 7) after the matmuls, or
         // attention in front of them (`gemv_k_multi_tma1_t2_attn`, kernel 8, with the
-        // grid-barrier norm after them `_attn_gridnorm`, kernel 9); the grid-barrier norm with
-        // two rows an item is `gemv_k_multi_tma2_t2_gridnorm`, kernel 16.
+        // grid-barrier norm after them `_attn_gridnorm`, kernel 9); the grid-barrier norm and
+        // the Q/K prep with two rows an item are kernels 16 and 17 (`gemv_k_multi_tma2_t2_*`).
         let bar = [Arg::P(self.grid_bar.ptr())];
         let tma_tail: Option<Option<(usize, &[Arg])>> = match (tail, head) {
             (None, None) => Some(None),
@@ -475,8 +475,8 @@ impl CudaBackend {
         {
             let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
             // The probes have no teams: a ring a warp. The kernels with work before or after
-            // the matmuls take one row an item, but for the grid-barrier norm alone, which has
-            // a two-row form (kernel 16).
+            // the matmuls take one row an item, but for the grid-barrier norm and the Q/K
+            // prep, which have two-row forms (kernels 16 and 17).
             // Deeper first rings for plain launches only (the fused kernels lay out their own
             // shared memory after the rings').
             let cfg = match (self.gemv_probe, tma_tail) {
@@ -485,9 +485,9 @@ impl CudaBackend {
                     ring: 0,
                     ..cfg
                 },
-                // The grid-barrier norm alone keeps two rows an item where the setting asks for
-                // them (`gemv_k_multi_tma2_t2_gridnorm`).
-                (false, Some((6, _))) if cfg.team == 2 => TmaGemv {
+                // The grid-barrier norm and the Q/K prep keep two rows an item where the
+                // setting asks for them (`gemv_k_multi_tma2_t2_gridnorm`, `_qkprep`).
+                (false, Some((6 | 7, _))) if cfg.team == 2 => TmaGemv {
                     item_rows: cfg.item_rows.min(2),
                     ring: 0,
                     ..cfg
@@ -527,6 +527,7 @@ impl CudaBackend {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
                     (_, Some((6, _))) if l.rows == 2 => 16,
+                    (_, Some((7, _))) if l.rows == 2 => 17,
                     (_, Some((k, _))) => k,
                     (2, _) if l.rows == 2 && cfg.item_rows == 3 => 12,
                     (2, _) if l.rows == 2 => 10,
@@ -542,7 +543,7 @@ impl CudaBackend {
                 if matches!(k, 6 | 9 | 16) {
                     blocks = blocks.min(self.norm_blocks);
                 }
-                self.gemv_tma_norm2_launches += u64::from(k == 16);
+                self.gemv_tma_fused2_launches += u64::from(k == 16 || k == 17);
                 let mut all = [Arg::I(0); 4 + 6 * SEGS + KT_ARGS + ATT_ARGS + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 // KT_PARAMS: the ring's slots; the items asked for before the wait (bits 0-7)
@@ -638,7 +639,7 @@ impl CudaBackend {
                 // activation area and the rings after the barrier: at least that much.
                 // (With attention in front, `smem` has its workers' after the rings.)
                 let smem = match k {
-                    7 => smem
+                    7 | 17 => smem
                         .max(KT_BAR_BYTES + 4 * MAX_HEAD_DIM as u32 + 8)
                         .min(optin),
                     _ => smem,

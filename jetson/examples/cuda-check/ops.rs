@@ -1129,11 +1129,11 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                     p.poison(mo)?;
                     let before = p.cu.fused_norms;
                     let tma_before = p.cu.gemv_tma_launches;
-                    let norm2_before = p.cu.gemv_tma_norm2_launches;
+                    let norm2_before = p.cu.gemv_tma_fused2_launches;
                     let e = branch_end(y, xr, post, Some(&gt), w.rows, nb);
                     p.run(|b| b.b_matmul_add_rmsnorm(w, a, rows, &e))?;
                     let tma_launches = p.cu.gemv_tma_launches - tma_before;
-                    let norm2 = p.cu.gemv_tma_norm2_launches - norm2_before;
+                    let norm2 = p.cu.gemv_tma_fused2_launches - norm2_before;
                     let want_norm2 = u64::from(mname == "gridtma2" && rows == 1);
                     if norm2 != want_norm2 {
                         println!(
@@ -1562,7 +1562,17 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     let fuse_default = p.cu.fuse_qk;
     p.cu.fuse_qk = true;
     let pos = [217u32];
-    for (case, with) in [("normed_rope", true), ("plain", false)] {
+    // The default bulk-copy setting, then (sm_90) two rows an item
+    // (`gemv_k_multi_tma2_t2_qkprep`, counted).
+    let qk_tma_default = p.cu.gemv_tma;
+    let mut qk_modes = vec![("", qk_tma_default)];
+    if p.cu.gpu().compute_capability().0 >= 9 {
+        qk_modes.push(("_r2", Some(glimmer_jetson::TmaGemv::TWO_ROWS)));
+    }
+    for (case, with, tname, tma) in qk_modes.iter().flat_map(|&(tname, tma)| {
+        [("normed_rope", true), ("plain", false)].map(|(case, with)| (case, with, tname, tma))
+    }) {
+        p.cu.gemv_tma = tma;
         for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
             for gated in [true, false] {
                 let prep = qk_prep(layer, with, &qt, &kt);
@@ -1575,11 +1585,18 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 let n = if gated { 4 } else { 3 };
                 let g = gated.then_some(gate);
                 let before = p.cu.fused_qk;
+                let fused2_before = p.cu.gemv_tma_fused2_launches;
                 p.run(|b| b.b_qkv_attn_inputs(&wr[..n], x, q, k, v, g, &prep, &pos))?;
                 let tag = format!(
-                    "qkv_attn_inputs_{case}_layer{layer}{}",
+                    "qkv_attn_inputs_{case}_layer{layer}{}{tname}",
                     if gated { "_gated" } else { "" }
                 );
+                let fused2 = p.cu.gemv_tma_fused2_launches - fused2_before;
+                let want2 = u64::from(tname == "_r2");
+                if fused2 != want2 {
+                    println!("{tag}: {fused2} two-row one-launch calls, expected {want2}  FAIL");
+                    ok = false;
+                }
                 let fused = p.cu.fused_qk - before;
                 let want = u64::from(
                     p.cu.gpu().compute_capability().0 >= 9
@@ -1616,6 +1633,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         }
     }
     p.cu.fuse_qk = fuse_default;
+    p.cu.gemv_tma = qk_tma_default;
     // Key and value 217 afresh on both sides through kv_store, so that the checks below
     // (which see key 217) do not rest on the rows the fused launch stored above.
     for layer in 0..2 {

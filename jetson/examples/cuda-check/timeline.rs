@@ -15,7 +15,7 @@ use glimmer_jetson::{BlockStamps, Gpu, TracedLaunch};
 use crate::bench::after_warm_steps;
 
 /// `Fns::gemv_multi_tma`'s kernels, by index.
-const KERNELS: [&str; 17] = [
+const KERNELS: [&str; 18] = [
     "tma2",
     "tma1",
     "tma2_probe",
@@ -33,6 +33,7 @@ const KERNELS: [&str; 17] = [
     "tma1_t4_dyn",
     "tma2_rs_dyn",
     "tma2_t2_gridnorm",
+    "tma2_t2_qkprep",
 ];
 
 /// The stamps' points (`KT_TRACE_POINTS`): entry, waited, staged, first item, items done, end.
