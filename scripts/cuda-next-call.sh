@@ -7,16 +7,17 @@
 # variable set; the host's choice has not run on a GPU), and after its calls wrote two latency
 # changes not yet run: the GEMVs stage their activation row in one round trip to L2, and the
 # cluster attention keeps four key iterations a warp in flight (ATT_KEY_DEPTH). On whatever
-# card comes (~9 minutes on an H200; NO_OPS=1 skips the checks):
+# card comes (~10 minutes on an H200, the timelines last; NO_OPS=1 skips the checks):
 #   every kernel check (seed 41; with session 27's tensor-core prefill GEMM at prefill shapes)
 #   and e2e on the 4-layer `mid` model with the card's default (the device line and the
 #   bench's launch line show which it took) and with the GEMM (GLIMMER_PREFILL_MMA=1);
 #   the 30B-shape prefill with the GEMM beside the default's;
 #   the 30B-shape decode at 512 keys: the card's default, one row an item (`r1`) and two
 #   (`r2`) set by the variable, and the old attention key depth (ATT_KEY_DEPTH=1), then the
-#   default and the old depth at 1 200 keys (more keys a block);
+#   default at 1 200 keys (more keys a block);
 #   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes
-#   (the grid-barrier norm now with two rows an item where the default has them, and with one);
+#   (the grid-barrier norm and the Q/K prep now keep two rows an item where the default has
+#   them: session 27's gemv_k_multi_tma2_t2_gridnorm / _qkprep);
 #   attention fused before the output projection, and every fusion at once (with its e2e
 #   tallies); ROUNDS=2 repeats the 512-key rows; last, the launch timeline with and without
 #   weight copies (its "staged" column: the staging).
@@ -39,14 +40,10 @@ bench r11 512 $R1
 bench r21 512 $R2
 bench akd1 512 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=1
 bench def 1200 X=1
-bench akd1 1200 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=1
 if grep -q H200 $OUT/gpu.txt; then
   bench fqk 512 GLIMMER_FUSE_QK=1
   bench fprep 512 GLIMMER_FUSE_PREP=1
   bench fnorm 512 GLIMMER_FUSE_NORM=3
-  # The grid-barrier norm takes two rows an item where the card's default does (session 27's
-  # gemv_k_multi_tma2_t2_gridnorm); with one row an item for the comparison.
-  bench fnorm1 512 $R1 GLIMMER_FUSE_NORM=3
 fi
 # Attention in front of the output projection in one launch, then every fusion at once
 # (Q/K prep after the Q/K/V matmuls, attention before the projection, the norms after a grid
