@@ -159,20 +159,17 @@ __device__ __forceinline__ void tma_qkprep_body(K_MULTI_PARAMS, KT_PARAMS, ATTN_
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_qkprep(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS, u32* bar) {
-    tma_qkprep_body<1>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
-                       w3, rb3, n3, t3, o3, pf, KT_ARGS, ATTN_INPUTS_ARGS, bar);
-}
-
-// The same with two rows an item where the setting asks for them and the matrices' two-row
-// slots keep every warp (the H200's default, `TmaGemv::TWO_ROWS`; session 27, written without
-// a GPU: not yet run).
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma2_t2_qkprep(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS, u32* bar) {
-    tma_qkprep_body<2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, e2,
-                       w3, rb3, n3, t3, o3, pf, KT_ARGS, ATTN_INPUTS_ARGS, bar);
-}
+// gemv_k_multi_tma1_t2_qkprep, and gemv_k_multi_tma2_t2_qkprep with two rows an item where
+// the setting asks for them and the matrices' two-row slots keep every warp (the H200's
+// default, `TmaGemv::TWO_ROWS`; session 27, written without a GPU: not yet run).
+#define K_TMA_QKPREP(name, R)                                                                                    \
+    extern "C" __global__ void __launch_bounds__(768, 1) name(K_MULTI_PARAMS, KT_PARAMS, ATTN_INPUTS_PARAMS,     \
+                                                              u32* bar) {                                        \
+        tma_qkprep_body<R>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, \
+                           o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ATTN_INPUTS_ARGS, bar);                     \
+    }
+K_TMA_QKPREP(gemv_k_multi_tma1_t2_qkprep, 1)
+K_TMA_QKPREP(gemv_k_multi_tma2_t2_qkprep, 2)
 
 // ---- attn_inputs deferred into attention ($GLIMMER_FUSE_PREP=1) ----
 // Decode's attn_inputs launch (one row) folded into the attention launch after it, with no

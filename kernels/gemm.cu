@@ -124,63 +124,49 @@ __device__ __forceinline__ void gemm_mma(const u8* __restrict__ w, u64 row_bytes
 #pragma unroll
                 for (int nt = 0; nt < 4; ++nt) b[nt][h] = *(const int*)(sa + (wn + nt * 8 + g) * GEMM_LD + k);
             }
-            if constexpr (GEMM_HALVES<T>) {
-                // Per-16 scales: the halves' sums apart (m16n8k16 each).
-                int c[2][2][4][4];
+            // The integer sums of this sub-block: with per-16 scales each half's apart
+            // (m16n8k16 each, c[h]), else the whole sub-block's in one m16n8k32 product (c[0]).
+            constexpr int NC = GEMM_HALVES<T> ? 2 : 1;
+            int c[NC][2][4][4];
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
+            for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-                    for (int mt = 0; mt < 2; ++mt)
+                for (int nt = 0; nt < 4; ++nt) {
 #pragma unroll
-                        for (int nt = 0; nt < 4; ++nt) {
+                    for (int h = 0; h < NC; ++h)
 #pragma unroll
-                            for (int e = 0; e < 4; ++e) c[h][mt][nt][e] = 0;
-                            mma_s8_16816(c[h][mt][nt], a[mt][h][0], a[mt][h][1], b[nt][h]);
+                        for (int e = 0; e < 4; ++e) c[h][mt][nt][e] = 0;
+                    if constexpr (GEMM_HALVES<T>) {
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) mma_s8_16816(c[h][mt][nt], a[mt][h][0], a[mt][h][1], b[nt][h]);
+                    } else {
+                        mma_s8_16832(c[0][mt][nt], a[mt][0][0], a[mt][0][1], a[mt][1][0], a[mt][1][1], b[nt][0],
+                                     b[nt][1]);
+                    }
+                }
+            // Accumulator element e of tile (mt, nt): weight row wm + 16 mt + g + 8 (e >> 1),
+            // activation row wn + 8 nt + 2 t + (e & 1).
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int hi = 0; hi < 2; ++hi) {
+                    const int r = wm + mt * 16 + g + 8 * hi;
+                    const float d0 = sd0[s][r], m = smn[s][r];
+                    const float d1 = GEMM_HALVES<T> ? sd1[s][r] : 0.0f;
+#pragma unroll
+                    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                        for (int lo = 0; lo < 2; ++lo) {
+                            const float2 da = sda[s][wn + nt * 8 + 2 * t + lo];
+                            const int e = 2 * hi + lo;
+                            float w;
+                            if constexpr (GEMM_HALVES<T>)
+                                w = d0 * (float)c[0][mt][nt][e] + d1 * (float)c[NC - 1][mt][nt][e];
+                            else
+                                w = d0 * (float)c[0][mt][nt][e];
+                            acc[mt][nt][e] += da.x * w - m * da.y;
                         }
-                // Accumulator element e of tile (mt, nt): weight row wm + 16 mt + g + 8 (e >> 1),
-                // activation row wn + 8 nt + 2 t + (e & 1).
-#pragma unroll
-                for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                    for (int hi = 0; hi < 2; ++hi) {
-                        const int r = wm + mt * 16 + g + 8 * hi;
-                        const float d0 = sd0[s][r], d1 = sd1[s][r], m = smn[s][r];
-#pragma unroll
-                        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-                            for (int lo = 0; lo < 2; ++lo) {
-                                const float2 da = sda[s][wn + nt * 8 + 2 * t + lo];
-                                const int e = 2 * hi + lo;
-                                acc[mt][nt][e] += da.x * (d0 * (float)c[0][mt][nt][e] + d1 * (float)c[1][mt][nt][e]) - m * da.y;
-                            }
-                    }
-            } else {
-                // One scale a sub-block (d0 == d1): its whole sum in one m16n8k32 product.
-                int c[2][4][4];
-#pragma unroll
-                for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                    for (int nt = 0; nt < 4; ++nt) {
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) c[mt][nt][e] = 0;
-                        mma_s8_16832(c[mt][nt], a[mt][0][0], a[mt][0][1], a[mt][1][0], a[mt][1][1], b[nt][0], b[nt][1]);
-                    }
-#pragma unroll
-                for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-                    for (int hi = 0; hi < 2; ++hi) {
-                        const int r = wm + mt * 16 + g + 8 * hi;
-                        const float d = sd0[s][r], m = smn[s][r];
-#pragma unroll
-                        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-                            for (int lo = 0; lo < 2; ++lo) {
-                                const float2 da = sda[s][wn + nt * 8 + 2 * t + lo];
-                                const int e = 2 * hi + lo;
-                                acc[mt][nt][e] += da.x * (d * (float)c[mt][nt][e]) - m * da.y;
-                            }
-                    }
-            }
+                }
         }
         __syncthreads();
     }

@@ -553,28 +553,21 @@ __device__ __forceinline__ void tma_gridnorm_body(K_MULTI_PARAMS, KT_PARAMS, flo
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_gridnorm(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x,
-                                  const float* __restrict__ pw, float peps, const float* __restrict__ nw,
-                                  float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
-                                  NormSums* __restrict__ part, u32* bar) {
-    tma_gridnorm_body<1>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                         e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds, part, bar,
-                         KtNoPro());
-}
-
-// The same with two rows an item (`TmaGemv::item_rows` 2 where the layout keeps every warp with
-// two-row slots, as `gemv_k_multi_tma2_t2`): the H200's default shape (`TmaGemv::for_card`),
-// so that the grid-barrier norm there keeps it (session 27: written without a GPU; not yet run).
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma2_t2_gridnorm(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x,
-                                  const float* __restrict__ pw, float peps, const float* __restrict__ nw,
-                                  float* __restrict__ nout, float eps, i8* __restrict__ q, float2* __restrict__ ds,
-                                  NormSums* __restrict__ part, u32* bar) {
-    tma_gridnorm_body<2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
-                         e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds, part, bar,
-                         KtNoPro());
-}
+// gemv_k_multi_tma1_t2_gridnorm, and gemv_k_multi_tma2_t2_gridnorm with two rows an item
+// (`TmaGemv::item_rows` 2 where the layout keeps every warp with two-row slots, as
+// gemv_k_multi_tma2_t2: the H200's default, `TmaGemv::for_card`, so that the grid-barrier norm
+// there keeps it; session 27, written without a GPU: not yet run).
+#define K_TMA_GRIDNORM(name, R)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(768, 1)                                                          \
+        name(K_MULTI_PARAMS, KT_PARAMS, float* __restrict__ x, const float* __restrict__ pw, float peps,          \
+             const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ q,               \
+             float2* __restrict__ ds, NormSums* __restrict__ part, u32* bar) {                                    \
+        tma_gridnorm_body<R>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, \
+                             t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, q, ds,     \
+                             part, bar, KtNoPro());                                                               \
+    }
+K_TMA_GRIDNORM(gemv_k_multi_tma1_t2_gridnorm, 1)
+K_TMA_GRIDNORM(gemv_k_multi_tma2_t2_gridnorm, 2)
 
 // ---- The norms deferred into the next bulk-copy GEMV ($GLIMMER_FUSE_NORM=4) ----
 // Sessions 14-19 measured what a norm launch between two GEMVs costs (~6 us a norm, 0.6 ms a

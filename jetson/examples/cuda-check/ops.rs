@@ -455,6 +455,49 @@ fn matmul_tol(ty: GgmlType) -> f32 {
     }
 }
 
+/// A fresh random `ty` matrix of `n_out` x `cols` (tensor id `id`), uploaded, times fresh random
+/// input rows for each count in `row_counts` on both backends, each output checked against the
+/// CPU as `label(rows)`; with `mma`, each must have run on the tensor-core GEMM (counted, so a
+/// silent fallback to the GEMVs fails).
+#[allow(clippy::too_many_arguments)]
+fn check_matmul_rows(
+    p: &mut Pair,
+    rng: &mut Rng,
+    ty: GgmlType,
+    (n_out, cols): (usize, usize),
+    row_counts: &[usize],
+    id: u32,
+    mma: bool,
+    label: impl Fn(usize) -> String,
+) -> Result<bool, String> {
+    let data = matrix(rng, ty, n_out, cols, 0.1)?;
+    let t = Tensor {
+        ty,
+        rows: n_out,
+        cols,
+        data: &data,
+        id,
+    };
+    p.cu.upload(&[t]).map_err(|e| e.to_string())?;
+    let mut ok = true;
+    for &rows in row_counts {
+        let x = buf(A, rows * cols);
+        let out = buf(B, rows * n_out);
+        let xv = rng.vec(x.len, 1.0);
+        p.put(x, &xv)?;
+        p.poison(out)?;
+        let before = p.cu.mma_matmuls;
+        p.run(|b| b.b_matmul(&t, x, rows, out))?;
+        let name = label(rows);
+        ok &= p.check(&name, out, matmul_tol(ty))?;
+        if mma && p.cu.mma_matmuls != before + 1 {
+            println!("{name}: the tensor-core GEMM did not run  FAIL");
+            ok = false;
+        }
+    }
+    Ok(ok)
+}
+
 /// `matmul_many` of `ws` (all as wide) over `rows` fresh random input rows on both backends,
 /// each output checked against the CPU as `{label}_{type}_{rows}x{cols}_rows{rows}`.
 fn check_matmul_many(
@@ -673,30 +716,23 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     let mut id = 1000;
     for (n_out, cols, row_counts) in shapes {
         for &ty in TYPES.iter() {
-            let data = matrix(&mut rng, ty, n_out, cols, 0.1)?;
             id += 1;
-            let t = Tensor {
+            ok &= check_matmul_rows(
+                &mut p,
+                &mut rng,
                 ty,
-                rows: n_out,
-                cols,
-                data: &data,
+                (n_out, cols),
+                row_counts,
                 id,
-            };
-            p.cu.upload(&[t]).map_err(|e| e.to_string())?;
-            for &rows in row_counts {
-                let x = buf(A, rows * cols);
-                let out = buf(B, rows * n_out);
-                let xv = rng.vec(x.len, 1.0);
-                p.put(x, &xv)?;
-                p.poison(out)?;
-                p.run(|b| b.b_matmul(&t, x, rows, out))?;
-                let label = if n_out == 100 {
-                    format!("matmul_{}_rows{rows}", ty.name())
-                } else {
-                    format!("matmul_{}_{n_out}x{cols}_rows{rows}", ty.name())
-                };
-                ok &= p.check(&label, out, matmul_tol(ty))?;
-            }
+                false,
+                |rows| {
+                    if n_out == 100 {
+                        format!("matmul_{}_rows{rows}", ty.name())
+                    } else {
+                        format!("matmul_{}_{n_out}x{cols}_rows{rows}", ty.name())
+                    }
+                },
+            )?;
         }
     }
 
@@ -704,14 +740,11 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
     // every quantized type: its fewest rows (16), a ragged activation tile (37 = 32 + 5) and
     // a whole one (64, the chunk here), over a ragged weight tile (200 = 3 x 64 + 8); and for
     // the formats of 32-value blocks a column count whose last step is one sub-block (800 =
-    // 3 x 256 + 32). Counted, so a silent fallback to the GEMVs fails.
+    // 3 x 256 + 32). Counted.
     if p.cu.gpu().compute_capability().0 >= 8 {
         let mma_default = p.cu.prefill_mma;
         p.cu.prefill_mma = true;
-        for &ty in TYPES.iter() {
-            if !glimmer_jetson::GEMV_TYPES.contains(&ty) {
-                continue;
-            }
+        for &ty in glimmer_jetson::GEMV_TYPES.iter() {
             let k_quant = matches!(ty, GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q6_K);
             let shapes: &[(usize, usize, &[usize])] = if k_quant {
                 &[(200, 1280, &[16, 37, 64])]
@@ -719,31 +752,17 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
                 &[(200, 1280, &[16, 37, 64]), (200, 800, &[37])]
             };
             for &(n_out, cols, row_counts) in shapes {
-                let data = matrix(&mut rng, ty, n_out, cols, 0.1)?;
                 id += 1;
-                let t = Tensor {
+                ok &= check_matmul_rows(
+                    &mut p,
+                    &mut rng,
                     ty,
-                    rows: n_out,
-                    cols,
-                    data: &data,
+                    (n_out, cols),
+                    row_counts,
                     id,
-                };
-                p.cu.upload(&[t]).map_err(|e| e.to_string())?;
-                for &rows in row_counts {
-                    let x = buf(A, rows * cols);
-                    let out = buf(B, rows * n_out);
-                    let xv = rng.vec(x.len, 1.0);
-                    p.put(x, &xv)?;
-                    p.poison(out)?;
-                    let before = p.cu.mma_matmuls;
-                    p.run(|b| b.b_matmul(&t, x, rows, out))?;
-                    let label = format!("matmul_mma_{}_{n_out}x{cols}_rows{rows}", ty.name());
-                    ok &= p.check(&label, out, matmul_tol(ty))?;
-                    if p.cu.mma_matmuls != before + 1 {
-                        println!("FAIL {label}: the tensor-core GEMM did not run");
-                        ok = false;
-                    }
-                }
+                    true,
+                    |rows| format!("matmul_mma_{}_{n_out}x{cols}_rows{rows}", ty.name()),
+                )?;
             }
         }
         p.cu.prefill_mma = mma_default;
