@@ -581,25 +581,38 @@ struct KtAttnPro {
                                        (u32)(((int)blockDim.x >> 6) * stages) * slot_bytes),                       \
                            bar_}
 
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_attn(K_MULTI_PARAMS, KT_PARAMS, ATTN_SPLIT_PARAMS, u32* bar) {
+// gemv_k_multi_tma1_t2_attn and _attn_gridnorm, and their two-rows-an-item forms
+// gemv_k_multi_tma2_t2_attn and _attn_gridnorm (where the setting asks for two rows and the
+// projection's two-row slots keep every warp: the H200's default, `TmaGemv::TWO_ROWS`; session
+// 27, written without a GPU: not yet run). The workers' shared memory does not depend on the
+// rows an item: it follows the rings, whatever their slots hold.
+#define K_TMA_ATTN(name, R)                                                                                     \
+    extern "C" __global__ void __launch_bounds__(768, 1)                                                         \
+        name(K_MULTI_PARAMS, KT_PARAMS, ATTN_SPLIT_PARAMS, u32* bar) {                                           \
+        K_TMA_ATTN_BODY(R)                                                                                       \
+    }
+#define K_TMA_ATTN_GRIDNORM(name, R)                                                                            \
+    extern "C" __global__ void __launch_bounds__(768, 1)                                                         \
+        name(K_MULTI_PARAMS, KT_PARAMS, ATTN_SPLIT_PARAMS, float* __restrict__ x, const float* __restrict__ pw,   \
+             float peps, const float* __restrict__ nw, float* __restrict__ nout, float eps, i8* __restrict__ nq, \
+             float2* __restrict__ nds, NormSums* __restrict__ npart, u32* bar) {                                 \
+        K_TMA_ATTN_GRIDNORM_BODY(R)                                                                              \
+    }
 #if __CUDA_ARCH__ >= 900
-    KT_ATTN_PRO(bar);
-    KtNoEp ep;
-    gemv_k_multi_tma_body<1, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2,
+#define K_TMA_ATTN_BODY(R)                                                                                       \
+    KT_ATTN_PRO(bar);                                                                                            \
+    KtNoEp ep;                                                                                                   \
+    gemv_k_multi_tma_body<R, false, 2>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, \
                                        rb2, n2, t2, o2, e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, ep, pro);
-#endif
-}
-
-extern "C" __global__ void __launch_bounds__(768, 1)
-    gemv_k_multi_tma1_t2_attn_gridnorm(K_MULTI_PARAMS, KT_PARAMS, ATTN_SPLIT_PARAMS,
-                                       float* __restrict__ x, const float* __restrict__ pw, float peps,
-                                       const float* __restrict__ nw, float* __restrict__ nout, float eps,
-                                       i8* __restrict__ nq, float2* __restrict__ nds, NormSums* __restrict__ npart,
-                                       u32* bar) {
-#if __CUDA_ARCH__ >= 900
-    KT_ATTN_PRO(bar);
-    tma_gridnorm_body<1>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2,
+#define K_TMA_ATTN_GRIDNORM_BODY(R)                                                                              \
+    KT_ATTN_PRO(bar);                                                                                            \
+    tma_gridnorm_body<R>(cols, aq, ads, pairs, w0, rb0, n0, t0, o0, e0, w1, rb1, n1, t1, o1, e1, w2, rb2, n2, t2, o2, \
                          e2, w3, rb3, n3, t3, o3, pf, KT_ARGS, x, pw, peps, nw, nout, eps, nq, nds, npart, bar, pro);
+#else
+#define K_TMA_ATTN_BODY(R)
+#define K_TMA_ATTN_GRIDNORM_BODY(R)
 #endif
-}
+K_TMA_ATTN(gemv_k_multi_tma1_t2_attn, 1)
+K_TMA_ATTN_GRIDNORM(gemv_k_multi_tma1_t2_attn_gridnorm, 1)
+K_TMA_ATTN(gemv_k_multi_tma2_t2_attn, 2)
+K_TMA_ATTN_GRIDNORM(gemv_k_multi_tma2_t2_attn_gridnorm, 2)

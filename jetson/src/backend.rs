@@ -210,8 +210,8 @@ pub struct CudaBackend {
     /// How many of them split each item's rows over a team's warps ([`TmaGemv::item_rows`]
     /// 3; checks read it).
     pub gemv_tma_rowsplit_launches: u64,
-    /// How many of them were the grid-barrier norm or the Q/K prep with two rows an item
-    /// (`gemv_k_multi_tma2_t2_gridnorm`, `gemv_k_multi_tma2_t2_qkprep`; checks read it).
+    /// How many of them were a fused kernel with two rows an item (the grid-barrier norm, the
+    /// Q/K prep, attention in front: `gemv_k_multi_tma2_t2_*`; checks read it).
     pub gemv_tma_fused2_launches: u64,
     /// Per-block partial sums of the fused norms: `gemv_k_multi_norm`'s (`f64` each) or
     /// `gemv_k_multi_sums`' and `gemv_k_multi_gridnorm`'s (four `f64` each),
@@ -352,8 +352,10 @@ pub struct CudaBackend {
     /// projection in one launch, `gemv_k_multi_tma1_t2_attn` (or, with
     /// [`NormFusion::Grid`], `gemv_k_multi_tma1_t2_attn_gridnorm`, the norms after it too):
     /// where the bulk-copy kernels run with teams of two, as by default on compute capability
-    /// 9.0 and later. `$GLIMMER_FUSE_ATTN=1` (a measuring knob, off by default: 0.3 ms a token
-    /// slower than the two launches on the H100, session 19).
+    /// 9.0 and later (with two rows an item where the setting takes them and the projection's
+    /// two-row slots keep every warp, the H200's default: `gemv_k_multi_tma2_t2_attn*`,
+    /// session 27, not yet run). `$GLIMMER_FUSE_ATTN=1` (a measuring knob, off by default: 0.3
+    /// ms a token slower than the two launches on the H100, session 19).
     pub fuse_attn: bool,
     /// How many such one-launch `attention_project` this backend has made (checks read it).
     pub fused_attn: u64,

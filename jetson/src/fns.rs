@@ -82,9 +82,9 @@ pub(crate) struct Fns {
     /// norms itself, kernels/norm.cu), `gemv_k_multi_tma2_rs` (two rows an item, a row a warp
     /// of each team of two), and `gemv_k_multi_tma1_t2_dyn` / `_t4_dyn` (`_t2` / `_t4` that can
     /// hand out their items at run time, [`crate::CudaBackend::gemv_steal`]), and
-    /// `gemv_k_multi_tma2_rs_dyn` (`_rs` that can), and `gemv_k_multi_tma2_t2_gridnorm` and
-    /// `gemv_k_multi_tma2_t2_qkprep` (`_t2_gridnorm` and `_t2_qkprep` with two rows an item).
-    pub gemv_multi_tma: [CudaFunction; 18],
+    /// `gemv_k_multi_tma2_rs_dyn` (`_rs` that can), and `gemv_k_multi_tma2_t2_gridnorm`,
+    /// `_qkprep`, `_attn` and `_attn_gridnorm` (the fused `_t2` kernels with two rows an item).
+    pub gemv_multi_tma: [CudaFunction; 20],
     pub gemv_float: CudaFunction,
     pub embed_rows: CudaFunction,
     pub rmsnorm: CudaFunction,
@@ -176,6 +176,8 @@ impl Fns {
                 f("gemv_k_multi_tma2_rs_dyn")?,
                 f("gemv_k_multi_tma2_t2_gridnorm")?,
                 f("gemv_k_multi_tma2_t2_qkprep")?,
+                f("gemv_k_multi_tma2_t2_attn")?,
+                f("gemv_k_multi_tma2_t2_attn_gridnorm")?,
             ],
             gemv_float: f("gemv_float")?,
             embed_rows: f("embed_rows")?,

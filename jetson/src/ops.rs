@@ -455,8 +455,9 @@ impl CudaBackend {
         // two, the grid-barrier norm (`gemv_k_multi_tma1_t2_gridnorm`, kernel 6) or
         // attn_inputs (`gemv_k_multi_tma1_t2_qkprep`, kernel 7) after the matmuls, or
         // attention in front of them (`gemv_k_multi_tma1_t2_attn`, kernel 8, with the
-        // grid-barrier norm after them `_attn_gridnorm`, kernel 9); the grid-barrier norm and
-        // the Q/K prep with two rows an item are kernels 16 and 17 (`gemv_k_multi_tma2_t2_*`).
+        // grid-barrier norm after them `_attn_gridnorm`, kernel 9); with two rows an item they
+        // are kernels 16 to 19 (`gemv_k_multi_tma2_t2_gridnorm`, `_qkprep`, `_attn`,
+        // `_attn_gridnorm`).
         let bar = [Arg::P(self.grid_bar.ptr())];
         let tma_tail: Option<Option<(usize, &[Arg])>> = match (tail, head) {
             (None, None) => Some(None),
@@ -475,8 +476,8 @@ impl CudaBackend {
         {
             let max_rb = d.iter().flatten().map(|t| t.row_bytes).max().unwrap_or(0);
             // The probes have no teams: a ring a warp. The kernels with work before or after
-            // the matmuls take one row an item, but for the grid-barrier norm and the Q/K
-            // prep, which have two-row forms (kernels 16 and 17).
+            // the matmuls take one row an item, but for the grid-barrier norm, the Q/K prep
+            // and attention in front, which have two-row forms (kernels 16 to 19).
             // Deeper first rings for plain launches only (the fused kernels lay out their own
             // shared memory after the rings').
             let cfg = match (self.gemv_probe, tma_tail) {
@@ -485,9 +486,9 @@ impl CudaBackend {
                     ring: 0,
                     ..cfg
                 },
-                // The grid-barrier norm and the Q/K prep keep two rows an item where the
-                // setting asks for them (`gemv_k_multi_tma2_t2_gridnorm`, `_qkprep`).
-                (false, Some((6 | 7, _))) if cfg.team == 2 => TmaGemv {
+                // The grid-barrier norm, the Q/K prep and attention in front keep two rows an
+                // item where the setting asks for them (`gemv_k_multi_tma2_t2_*`).
+                (false, Some((6..=9, _))) if cfg.team == 2 => TmaGemv {
                     item_rows: cfg.item_rows.min(2),
                     ring: 0,
                     ..cfg
@@ -528,6 +529,8 @@ impl CudaBackend {
                 let k = match (cfg.team, tma_tail) {
                     (_, Some((6, _))) if l.rows == 2 => 16,
                     (_, Some((7, _))) if l.rows == 2 => 17,
+                    (_, Some((8, _))) if l.rows == 2 => 18,
+                    (_, Some((9, _))) if l.rows == 2 => 19,
                     (_, Some((k, _))) => k,
                     (2, _) if l.rows == 2 && cfg.item_rows == 3 => 12,
                     (2, _) if l.rows == 2 => 10,
@@ -540,10 +543,10 @@ impl CudaBackend {
                 // with the norm, at most the partial sums there is room for.
                 let rings = (l.warps / cfg.team.max(1)) as usize;
                 let mut blocks = items.div_ceil(rings).min(gpu.sm_count() as usize);
-                if matches!(k, 6 | 9 | 16) {
+                if matches!(k, 6 | 9 | 16 | 19) {
                     blocks = blocks.min(self.norm_blocks);
                 }
-                self.gemv_tma_fused2_launches += u64::from(k == 16 || k == 17);
+                self.gemv_tma_fused2_launches += u64::from(k >= 16);
                 let mut all = [Arg::I(0); 4 + 6 * SEGS + KT_ARGS + ATT_ARGS + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 // KT_PARAMS: the ring's slots; the items asked for before the wait (bits 0-7)

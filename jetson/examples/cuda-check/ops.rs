@@ -1822,17 +1822,33 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     p.cu.upload(&gt).map_err(|e| e.to_string())?;
     // Then the two ops with attention asking L2 for the projection's weights
     // (`attn_prefetch_bytes`; counted, no result changes), with the norms apart and deferred.
+    // On sm_90 the one-launch forms again with two rows an item (`TmaGemv::TWO_ROWS`:
+    // `gemv_k_multi_tma2_t2_attn` and `_attn_gridnorm`, counted).
     let (attn_default, norm_default) = (p.cu.fuse_attn, p.cu.fuse_norm);
     let prefetch_default = p.cu.attn_prefetch_bytes;
-    for (mode, mname, one_launch, prefetch) in [
-        (NormFusion::Off, "norms_apart", true, 0),
-        (NormFusion::Grid, "gridnorm", true, 0),
-        (NormFusion::Off, "prefetch", false, 1 << 20),
-        (NormFusion::Pre, "prefetch_prenorm", false, 1 << 20),
-    ] {
+    let ap_tma_default = p.cu.gemv_tma;
+    let two = Some(glimmer_jetson::TmaGemv::TWO_ROWS);
+    let mut ap_modes = vec![
+        (NormFusion::Off, "norms_apart", true, 0, ap_tma_default),
+        (NormFusion::Grid, "gridnorm", true, 0, ap_tma_default),
+        (NormFusion::Off, "prefetch", false, 1 << 20, ap_tma_default),
+        (
+            NormFusion::Pre,
+            "prefetch_prenorm",
+            false,
+            1 << 20,
+            ap_tma_default,
+        ),
+    ];
+    if p.cu.gpu().compute_capability().0 >= 9 {
+        ap_modes.push((NormFusion::Off, "norms_apart_r2", true, 0, two));
+        ap_modes.push((NormFusion::Grid, "gridnorm_r2", true, 0, two));
+    }
+    for (mode, mname, one_launch, prefetch, tma) in ap_modes {
         p.cu.fuse_norm = mode;
         p.cu.fuse_attn = one_launch;
         p.cu.attn_prefetch_bytes = prefetch;
+        p.cu.gemv_tma = tma;
         for (layer, window) in [(0usize, None), (1, Some(WINDOW))] {
             for gated in [true, false] {
                 for post in [None, Some(&gt[1])] {
@@ -1856,6 +1872,7 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     }
                     let g = gated.then_some(gate);
                     let before = p.cu.fused_attn;
+                    let fused2_before = p.cu.gemv_tma_fused2_launches;
                     let prefetches = p.cu.attn_prefetches;
                     p.run(|b| {
                         let e = branch_end(y, xr, post, Some(&gt[0]), wo.rows, nb);
@@ -1877,6 +1894,14 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                         println!("{tag}: {fused} one-launch calls, expected {want}  FAIL");
                         ok = false;
                     }
+                    let fused2 = p.cu.gemv_tma_fused2_launches - fused2_before;
+                    let want2 = u64::from(mname.ends_with("_r2"));
+                    if fused2 != want2 {
+                        println!(
+                            "{tag}: {fused2} two-row one-launch calls, expected {want2}  FAIL"
+                        );
+                        ok = false;
+                    }
                     let asked = p.cu.attn_prefetches - prefetches;
                     if asked != u64::from(prefetch > 0) {
                         println!("{tag}: {asked} attention launches asked L2 for weights  FAIL");
@@ -1895,5 +1920,6 @@ fn attention(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
     p.cu.fuse_attn = attn_default;
     p.cu.fuse_norm = norm_default;
     p.cu.attn_prefetch_bytes = prefetch_default;
+    p.cu.gemv_tma = ap_tma_default;
     Ok(ok)
 }

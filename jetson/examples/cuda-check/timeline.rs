@@ -15,7 +15,7 @@ use glimmer_jetson::{BlockStamps, Gpu, TracedLaunch};
 use crate::bench::after_warm_steps;
 
 /// `Fns::gemv_multi_tma`'s kernels, by index.
-const KERNELS: [&str; 18] = [
+const KERNELS: [&str; 20] = [
     "tma2",
     "tma1",
     "tma2_probe",
@@ -34,6 +34,8 @@ const KERNELS: [&str; 18] = [
     "tma2_rs_dyn",
     "tma2_t2_gridnorm",
     "tma2_t2_qkprep",
+    "tma2_t2_attn",
+    "tma2_t2_attn_gridnorm",
 ];
 
 /// The stamps' points (`KT_TRACE_POINTS`): entry, waited, staged, first item, items done, end.
