@@ -159,12 +159,12 @@ __device__ __forceinline__ void gemm_mma(const u8* __restrict__ w, u64 row_bytes
                         for (int lo = 0; lo < 2; ++lo) {
                             const float2 da = sda[s][wn + nt * 8 + 2 * t + lo];
                             const int e = 2 * hi + lo;
-                            float w;
+                            float dot;
                             if constexpr (GEMM_HALVES<T>)
-                                w = d0 * (float)c[0][mt][nt][e] + d1 * (float)c[NC - 1][mt][nt][e];
+                                dot = d0 * (float)c[0][mt][nt][e] + d1 * (float)c[NC - 1][mt][nt][e];
                             else
-                                w = d0 * (float)c[0][mt][nt][e];
-                            acc[mt][nt][e] += da.x * w - m * da.y;
+                                dot = d0 * (float)c[0][mt][nt][e];
+                            acc[mt][nt][e] += da.x * dot - m * da.y;
                         }
                 }
         }
