@@ -15,11 +15,10 @@
 #   the 30B-shape decode at 512 keys: the card's default, one row an item (`r1`) and two
 #   (`r2`) set by the variable, and the old attention key depth (ATT_KEY_DEPTH=1), then the
 #   default at 1 200 keys (more keys a block);
-#   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes
-#   (the grid-barrier norm and the Q/K prep now keep two rows an item where the default has
-#   them: session 27's gemv_k_multi_tma2_t2_gridnorm / _qkprep);
+#   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes;
 #   attention fused before the output projection, and every fusion at once (with its e2e
-#   tallies); ROUNDS=2 repeats the 512-key rows; last, the launch timeline with and without
+#   tallies) (the fused bulk-copy kernels now keep two rows an item where the card's default
+#   has them: session 27's gemv_k_multi_tma2_t2_gridnorm / _qkprep / _attn / _attn_gridnorm); ROUNDS=2 repeats the 512-key rows; last, the launch timeline with and without
 #   weight copies (its "staged" column: the staging).
 . scripts/cuda-call-setup.sh
 R1=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
