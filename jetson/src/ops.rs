@@ -527,10 +527,8 @@ impl CudaBackend {
             if let Some((l, smem)) = layout {
                 let items = set_ends(&mut args, l.rows as usize)?;
                 let k = match (cfg.team, tma_tail) {
-                    (_, Some((6, _))) if l.rows == 2 => 16,
-                    (_, Some((7, _))) if l.rows == 2 => 17,
-                    (_, Some((8, _))) if l.rows == 2 => 18,
-                    (_, Some((9, _))) if l.rows == 2 => 19,
+                    // The two-row forms of the fused kernels 6 to 9 sit 10 indices on.
+                    (_, Some((k @ 6..=9, _))) if l.rows == 2 => k + 10,
                     (_, Some((k, _))) => k,
                     (2, _) if l.rows == 2 && cfg.item_rows == 3 => 12,
                     (2, _) if l.rows == 2 => 10,
@@ -546,7 +544,7 @@ impl CudaBackend {
                 if matches!(k, 6 | 9 | 16 | 19) {
                     blocks = blocks.min(self.norm_blocks);
                 }
-                self.gemv_tma_fused2_launches += u64::from(k >= 16);
+                self.gemv_tma_fused2_launches += u64::from(matches!(k, 16..=19));
                 let mut all = [Arg::I(0); 4 + 6 * SEGS + KT_ARGS + ATT_ARGS + QK_TAIL_ARGS];
                 all[..args.len()].copy_from_slice(&args);
                 // KT_PARAMS: the ring's slots; the items asked for before the wait (bits 0-7)
