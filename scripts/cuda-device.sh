@@ -38,8 +38,8 @@ chmod +x "$BIN" 2>/dev/null
 if [ "$PHASE" = all ] || [ "$PHASE" = tiny ]; then
 # NVRTC-independent syntax check of the kernels with the machine's nvcc (diagnostics only).
 if command -v nvcc >/dev/null; then
-  cat kernels/common.cu kernels/quantize.cu kernels/gemv.cu kernels/gemv_k.cu kernels/gemm.cu kernels/embed.cu kernels/norm.cu \
-      kernels/rope.cu kernels/elementwise.cu kernels/argmax.cu kernels/attention.cu kernels/memory.cu > "$OUT/all.cu"
+  # The sources in the order compile.rs joins them (its SOURCES list).
+  cat $(sed -n '/^pub const SOURCES/,/^];/p' jetson/src/compile.rs | grep -o '"[a-z_0-9]*\.cu"' | tr -d '"' | sed 's|^|kernels/|') > "$OUT/all.cu"
   step nvcc-ptxas nvcc -arch=sm_90 -cubin -Xptxas -v -o "$OUT/all.cubin" "$OUT/all.cu"
 fi
 
