@@ -88,13 +88,15 @@ __device__ __forceinline__ float dot8_f16(uint4 w, const float* q) {
 }
 
 // Key iterations a warp of split_keys_wide has in flight in the cluster attention's short rows
-// (attn_split_cl; a measuring macro; 1: the next iteration's loads only, as before session 26).
-// Each iteration's key and value rows come from HBM (the step's weight streams leave no cache
-// in L2), so with one in flight every iteration waits a round trip: at 515 keys a cluster block
-// walks ~33 keys, four or five iterations of its warps, ~0.7 µs each. With ATT_KEY_DEPTH in
-// flight the walk waits about once per that many.
+// (attn_split_cl; a measuring macro; 1: the next iteration's loads only). Each iteration's key
+// and value rows come from HBM (the step's weight streams leave no cache in L2), so with one in
+// flight every iteration waits a round trip: at 515 keys a cluster block walks ~33 keys, four or
+// five iterations of its warps, ~0.7 µs each. With ATT_KEY_DEPTH in flight the walk would wait
+// about once per that many, but the ring's registers cost more than the waits: on the H100
+// (session 28, 30B shape at 512 keys) depth 4 took attention from 0.357 to 0.541 ms a step
+// (146.1 -> 142.1 tok/s), so 1 is the default.
 #ifndef ATT_KEY_DEPTH
-#define ATT_KEY_DEPTH 4
+#define ATT_KEY_DEPTH 1
 #endif
 
 // A warp's walk over keys k0 + wid*G .. (step ATT_WARPS*G) of [k0, k1) when head_dim ==

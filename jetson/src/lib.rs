@@ -50,8 +50,8 @@
 //!   memory in one exchange a norm, with no block barriers ([`CudaBackend::norm_cluster`];
 //!   +0.4–0.8 % on the H100, then +2 % with the one exchange: 138.2–138.6 → 140.7–141.2 tok/s).
 //! - **Decode attention over a cluster a head** (9.0 and later): a head's splits, one a block
-//!   of a 16-block cluster, each warp with four key iterations' loads in flight
-//!   (`ATT_KEY_DEPTH`, kernels/attention.cu), merge in distributed shared memory after one
+//!   of a 16-block cluster (each warp with the next key iteration's loads in flight; four,
+//!   `ATT_KEY_DEPTH=4`, lost 2.7 % on the H100 in session 28: kernels/attention.cu), merge in distributed shared memory after one
 //!   cluster barrier instead of through global memory and an atomic ticket, for rows of at most
 //!   [`CudaBackend::attn_cluster_keys`] keys ([`CudaBackend::attn_cluster`]; on the H100
 //!   +0.9–2.0 % at 515 keys, +0.9 % at 1 000). Longer rows gain nothing (even at 1 500 keys)
@@ -61,8 +61,8 @@
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
-//! - **A tensor-core prefill GEMM** (kernels/gemm.cu, behind `GLIMMER_PREFILL_MMA=1` until it
-//!   has run on a GPU): at [`MMA_MIN_ROWS`] activation rows or more, 64 x 64 output tiles whose
+//! - **A tensor-core prefill GEMM** (kernels/gemm.cu; 30B-shape prefill of 512 tokens on the
+//!   H100 146 -> 1 896 tok/s against the dp4a GEMVs): at [`MMA_MIN_ROWS`] activation rows or more, 64 x 64 output tiles whose
 //!   weights are decoded once a tile into int8 in shared memory and multiplied with `mma.sync`
 //!   (compute capability 8.0 and later: Orin's sm_87 and the H100/H200's sm_90);
 //!   [`CudaBackend::prefill_mma`].
@@ -70,8 +70,8 @@
 //! Measuring knobs (environment variables read when a backend is made; off by default unless
 //! said, and each measured in BENCHMARKS.md or marked there as not yet run on a GPU, so a change can be
 //! compared on a device without a rebuild):
-//! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_PREFILL_MMA` (1: the
-//! tensor-core prefill GEMM, [`CudaBackend::prefill_mma`]), `GLIMMER_FUSE_NORM` (1: the
+//! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_PREFILL_MMA` (0: the
+//! dp4a GEMVs for prefill instead of the tensor-core GEMM, [`CudaBackend::prefill_mma`]), `GLIMMER_FUSE_NORM` (1: the
 //! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
 //! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
 //! bulk-copy kernel where that runs; 4: the norms deferred into the next GEMV's launch;
