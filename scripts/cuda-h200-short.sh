@@ -8,6 +8,8 @@
 . scripts/cuda-call-setup.sh
 R1=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
 logs_start
+# ONLY_H200=1: on another card, stop at once (its rows already ran this session).
+if [ -n "${ONLY_H200:-}" ] && ! grep -q H200 $OUT/gpu.txt; then logs_end; exit 0; fi
 synth_mid; e2e_mid e2e-mid; e2e_mid_summary
 synth_full
 if ! grep -q H200 $OUT/gpu.txt; then
