@@ -52,9 +52,9 @@
 //! - **Decode attention over a cluster a head** (9.0 and later): a head's splits, one a block
 //!   of a 16-block cluster (each warp with the next key iteration's loads in flight; four,
 //!   `ATT_KEY_DEPTH=4`, lost 2.7 % on the H100 in session 28: kernels/attention.cu), merge
-//!   in distributed shared memory after one cluster barrier instead of through global memory and an atomic ticket, for rows of at most
-//!   [`CudaBackend::attn_cluster_keys`] keys ([`CudaBackend::attn_cluster`]; on the H100
-//!   +0.9–2.0 % at 515 keys, +0.9 % at 1 000). Longer rows gain nothing (even at 1 500 keys)
+//!   in distributed shared memory after one cluster barrier instead of through global memory
+//!   and an atomic ticket, for rows of at most [`CudaBackend::attn_cluster_keys`] keys
+//!   ([`CudaBackend::attn_cluster`]; on the H100 +0.9–2.0 % at 515 keys, +0.9 % at 1 000). Longer rows gain nothing (even at 1 500 keys)
 //!   or lose (−0.6 % at 2 000, −2 % at 3 000), so past [`ATTN_CLUSTER_KEYS`] they launch
 //!   attn_split: decode keeps two graphs, one for the steps whose rows the clusters take and
 //!   one for later steps ([`CudaBackend::graph_class`], [`CudaModel`]).
@@ -63,9 +63,9 @@
 //!   short rows ([`auto_smem`]).
 //! - **A tensor-core prefill GEMM** (kernels/gemm.cu; 30B-shape prefill of 512 tokens on the
 //!   H100 146 -> 1 896 tok/s against the dp4a GEMVs): at [`MMA_MIN_ROWS`] activation rows or
-//!   more, 64 x 64 output tiles whose weights are decoded once a tile into int8 in shared memory and multiplied with `mma.sync`
-//!   (compute capability 8.0 and later: Orin's sm_87 and the H100/H200's sm_90);
-//!   [`CudaBackend::prefill_mma`].
+//!   more, 64 x 64 output tiles whose weights are decoded once a tile into int8 in shared
+//!   memory and multiplied with `mma.sync` (compute capability 8.0 and later: Orin's sm_87 and
+//!   the H100/H200's sm_90); [`CudaBackend::prefill_mma`].
 //!
 //! Measuring knobs (environment variables read when a backend is made; off by default unless
 //! said, and each measured in BENCHMARKS.md or marked there as not yet run on a GPU, so a change can be
