@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
 # On the device machine (see /work/.library/device): the checks and timings the next session
 # starts from, most wanted first, so that a call cut short at its limit (the logs are tarred
-# into $OUT/logs.tgz every 30 s) still brings back the first rows. Session 26 shortened the
-# bulk-copy GEMVs' item chain (H200: +4.2 %), made two rows an item the default where the
-# memory is fast for the multiprocessors (TmaGemv::for_card: the H200, +1.5 % there with the
-# variable set; the host's choice has not run on a GPU), and after its calls wrote two latency
-# changes not yet run: the GEMVs stage their activation row in one round trip to L2, and the
-# cluster attention keeps four key iterations a warp in flight (ATT_KEY_DEPTH). On whatever
-# card comes (~10 minutes on an H200, the timelines last; NO_OPS=1 skips the checks):
-#   every kernel check (seed 41; with session 27's tensor-core prefill GEMM at prefill shapes)
-#   and e2e on the 4-layer `mid` model with the card's default (the device line and the
-#   bench's launch line show which it took) and with the GEMM (GLIMMER_PREFILL_MMA=1);
-#   the 30B-shape prefill with the GEMM beside the default's;
-#   the 30B-shape decode at 512 keys: the card's default, one row an item (`r1`) and two
-#   (`r2`) set by the variable, and the old attention key depth (ATT_KEY_DEPTH=1), then the
-#   default at 1 200 keys (more keys a block);
+# into $OUT/logs.tgz every 30 s) still brings back the first rows. Session 28 ran everything
+# on H100s only (the tensor-core prefill GEMM passed and became the default; ATT_KEY_DEPTH=4
+# lost and 1 is the default again); the H200 has not run session 26's later changes
+# (`kt_stage_act`, the host's per-card row choice) nor session 27's two-row fused kernels. On
+# whatever card comes (~10 minutes on an H200, the timelines last; NO_OPS=1 skips the checks):
+#   every kernel check (seed 41; the tensor-core GEMM at prefill shapes) and e2e on the 4-layer
+#   `mid` model with the card's default (the device line and the bench's launch line show which
+#   it took) and with the dp4a GEMVs for prefill (GLIMMER_PREFILL_MMA=0);
+#   the 30B-shape prefill with the GEMVs beside the default's (the GEMM);
+#   the 30B-shape decode at 512 keys: the card's default, two rows an item (`r2`) and one
+#   (`r1`) set by the variable, and the key depth of four (ATT_KEY_DEPTH=4), then the default
+#   at 1 200 keys (more keys a block);
 #   on an H200 the three fusions that lost on the H100 when its GEMVs were bound by their bytes;
 #   attention fused before the output projection, and every fusion at once (with its e2e
-#   tallies) (the fused bulk-copy kernels now keep two rows an item where the card's default
-#   has them: session 27's gemv_k_multi_tma2_t2_gridnorm / _qkprep / _attn / _attn_gridnorm);
+#   tallies) (the fused bulk-copy kernels keep two rows an item where the card's default has
+#   them: session 27's gemv_k_multi_tma2_t2_gridnorm / _qkprep / _attn / _attn_gridnorm);
 #   ROUNDS=2 repeats the 512-key rows; last, the launch timeline with and without
 #   weight copies (its "staged" column: the staging).
 . scripts/cuda-call-setup.sh
@@ -27,18 +25,17 @@ R2=GLIMMER_GEMV_TMA=2:24:2:1:2:0:1
 logs_start
 if [ -z "${NO_OPS:-}" ]; then
   ops_checks 41
-  synth_mid; e2e_mid e2e-mid; e2e_mid e2e-mid-mma GLIMMER_PREFILL_MMA=1; e2e_mid_summary
+  synth_mid; e2e_mid e2e-mid; e2e_mid e2e-mid-gemv GLIMMER_PREFILL_MMA=0; e2e_mid_summary
 fi
 synth_full
 bench def1 512 X=1
 grep -h "^device:" $OUT/bench-def1-512.log
-# The tensor-core prefill GEMM (session 27, not yet run): its prefill figure against the
-# default's (the checks above ran it against the CPU; e2e-mid-mma prefills with it).
-bench mma 512 GLIMMER_PREFILL_MMA=1
-grep -h "prefill 512" $OUT/bench-def1-512.log $OUT/bench-mma-512.log
+# The default's prefill (the tensor-core GEMM) against the dp4a GEMVs'.
+bench gemv 512 GLIMMER_PREFILL_MMA=0
+grep -h "prefill 512" $OUT/bench-def1-512.log $OUT/bench-gemv-512.log
 bench r21 512 $R2
-bench akd1 512 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=1
-# QUICK=1 (when only an H100 comes, ~5 minutes): stop here, the unrun code checked and timed.
+bench akd4 512 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=4
+# QUICK=1 (~5 minutes): stop here.
 if [ -n "${QUICK:-}" ]; then logs_end; exit 0; fi
 bench r11 512 $R1
 bench def 1200 X=1
