@@ -10,7 +10,7 @@ R1=GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
 logs_start
 # ONLY_H200=1: on another card, stop at once (its rows already ran this session).
 if [ -n "${ONLY_H200:-}" ] && ! grep -q H200 $OUT/gpu.txt; then logs_end; exit 0; fi
-synth_mid; e2e_mid e2e-mid; e2e_mid_summary
+[ -z "${MIN:-}" ] && { synth_mid; e2e_mid e2e-mid; e2e_mid_summary; }
 synth_full
 if ! grep -q H200 $OUT/gpu.txt; then
   # Not an H200 (the kind may lend an H100): the defaults at longer rows (1 200 keys: the
@@ -24,6 +24,8 @@ bench def1 512 X=1
 grep -h "^device:\|prefill 512" $OUT/bench-def1-512.log
 bench fqk 512 GLIMMER_FUSE_QK=1
 bench fnorm 512 GLIMMER_FUSE_NORM=3
+# MIN=1 (~2 minutes of device time left): stop after the default and these two fusions.
+if [ -n "${MIN:-}" ]; then logs_end; exit 0; fi
 bench fattn 512 GLIMMER_FUSE_ATTN=1
 bench fprep 512 GLIMMER_FUSE_PREP=1
 bench akd4 512 GLIMMER_CUDA_DEFINES=ATT_KEY_DEPTH=4
