@@ -54,10 +54,11 @@
 //!   `ATT_KEY_DEPTH=4`, lost 2.7 % on the H100 in session 28: kernels/attention.cu), merge
 //!   in distributed shared memory after one cluster barrier instead of through global memory
 //!   and an atomic ticket, for rows of at most [`CudaBackend::attn_cluster_keys`] keys
-//!   ([`CudaBackend::attn_cluster`]; on the H100 +0.9–2.0 % at 515 keys, +0.9 % at 1 000). Longer rows gain nothing (even at 1 500 keys)
-//!   or lose (−0.6 % at 2 000, −2 % at 3 000), so past [`ATTN_CLUSTER_KEYS`] they launch
-//!   attn_split: decode keeps two graphs, one for the steps whose rows the clusters take and
-//!   one for later steps ([`CudaBackend::graph_class`], [`CudaModel`]).
+//!   ([`CudaBackend::attn_cluster`]; on the H100 +0.9–2.0 % at 515 keys, +0.9 % at 1 000).
+//!   Longer rows gain nothing (even at 1 500 keys) or lose (−0.6 % at 2 000, −2 % at 3 000),
+//!   so past [`ATTN_CLUSTER_KEYS`] they launch attn_split: decode keeps two graphs, one for
+//!   the steps whose rows the clusters take and one for later steps
+//!   ([`CudaBackend::graph_class`], [`CudaModel`]).
 //! - **Per-shape GEMV kernels** for the rest (prefill rows, other formats): one or two rows a
 //!   warp, warp teams for long rows, and the activation row staged in shared memory for many
 //!   short rows ([`auto_smem`]).
@@ -71,9 +72,9 @@
 //! said, and each measured in BENCHMARKS.md or marked there as not yet run on a GPU, so a change can be
 //! compared on a device without a rebuild):
 //! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_PREFILL_MMA` (0: the
-//! dp4a GEMVs for prefill instead of the tensor-core GEMM, [`CudaBackend::prefill_mma`]), `GLIMMER_FUSE_NORM` (1: the
-//! norms in the output projection's last block; 2: its blocks leave partial sums for a wide
-//! norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
+//! dp4a GEMVs for prefill instead of the tensor-core GEMM, [`CudaBackend::prefill_mma`]),
+//! `GLIMMER_FUSE_NORM` (1: the norms in the output projection's last block; 2: its blocks
+//! leave partial sums for a wide norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
 //! bulk-copy kernel where that runs; 4: the norms deferred into the next GEMV's launch;
 //! [`NormFusion`]),
 //! `GLIMMER_FUSE_QK` (1: the Q/K/V/gate matmuls and `attn_inputs` in one bulk-copy launch,
