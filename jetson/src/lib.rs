@@ -74,9 +74,9 @@
 //! `GLIMMER_CUDA_DEFINES` (kernel macros, e.g. `K_UNROLL=4`), `GLIMMER_PREFILL_MMA` (0: the
 //! dp4a GEMVs for prefill instead of the tensor-core GEMM, [`CudaBackend::prefill_mma`]),
 //! `GLIMMER_FUSE_NORM` (1: the norms in the output projection's last block; 2: its blocks
-//! leave partial sums for a wide norm launch; 3: the same sums, then a grid barrier and the norm in the same launch, in the
-//! bulk-copy kernel where that runs; 4: the norms deferred into the next GEMV's launch;
-//! [`NormFusion`]),
+//! leave partial sums for a wide norm launch; 3: the same sums, then a grid barrier and the
+//! norm in the same launch, in the bulk-copy kernel where that runs; 4: the norms deferred
+//! into the next GEMV's launch; [`NormFusion`]),
 //! `GLIMMER_FUSE_QK` (1: the Q/K/V/gate matmuls and `attn_inputs` in one bulk-copy launch,
 //! [`CudaBackend::fuse_qk`]),
 //! `GLIMMER_FUSE_ATTN` (1: attention in front of the output projection in one bulk-copy
