@@ -16,6 +16,7 @@
 // so the weights come from HBM about once and from L2 for the other activation tiles.
 // Compute capability 8.0 and later (the host launches it nowhere else; below 8.0 it is empty).
 
+// GEMM_BM, GEMM_BN and GEMM_THREADS are the host's GEMM_TILE and GEMM_THREADS (jetson/src/fns.rs).
 #define GEMM_BM 64
 #define GEMM_BN 64
 #define GEMM_KB 8

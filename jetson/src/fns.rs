@@ -31,6 +31,11 @@ const GEMV_NAMES: [&str; 7] = [
 /// Threads a block of `gemv_k_multi` has (eight warps, two output rows each).
 pub(crate) const MULTI_THREADS: u32 = 256;
 
+/// Output rows and activation rows of a `gemm_*_mma` block's tile (`GEMM_BM`, `GEMM_BN`,
+/// kernels/gemm.cu) and its threads (`GEMM_THREADS`).
+pub(crate) const GEMM_TILE: usize = 64;
+pub(crate) const GEMM_THREADS: u32 = 128;
+
 /// Bytes of `gemv_k_multi_tma*`'s mbarrier and team-sum area (`KT_BAR_BYTES`: 24 rings × 4
 /// stages × 8 bytes, then the teams' partial sums, rounded up).
 pub(crate) const KT_BAR_BYTES: u32 = 2048;

@@ -11,7 +11,9 @@ use crate::backend::{
     CudaBackend, NormFusion, TmaGemv, TracedLaunch, GRAB_COUNTERS, MAX_HEAD_DIM,
     MIN_KEYS_PER_SPLIT, MMA_MIN_ROWS,
 };
-use crate::fns::{gemv_index, raw, Fns, ATT_SMEM, KT_BAR_BYTES, MULTI_THREADS};
+use crate::fns::{
+    gemv_index, raw, Fns, ATT_SMEM, GEMM_THREADS, GEMM_TILE, KT_BAR_BYTES, MULTI_THREADS,
+};
 use crate::gpu::{Arg, MAX_ARGS, MAX_DYNAMIC_SMEM};
 use crate::CudaError;
 
@@ -927,7 +929,7 @@ impl CudaBackend {
         }
         if self.prefill_mma
             && rows >= MMA_MIN_ROWS
-            && w.rows.div_ceil(64) <= 65_535
+            && w.rows.div_ceil(GEMM_TILE) <= 65_535
             && self.gpu.compute_capability().0 >= 8
         {
             // kernels/gemm.cu: 64 x 64 output tiles, the activation tiles adjacent in the grid
@@ -935,8 +937,12 @@ impl CudaBackend {
             self.mma_matmuls += 1;
             return self.gpu.launch(
                 raw(&fns.gemm_mma[wi]),
-                (rows.div_ceil(64) as u32, w.rows.div_ceil(64) as u32, 1),
-                128,
+                (
+                    rows.div_ceil(GEMM_TILE) as u32,
+                    w.rows.div_ceil(GEMM_TILE) as u32,
+                    1,
+                ),
+                GEMM_THREADS,
                 &[
                     Arg::P(w.ptr),
                     Arg::U(w.row_bytes as u64),
