@@ -1,35 +1,99 @@
-// Index of the largest of n floats (the lowest index on ties; NaN never wins). One block of
-// 1024 threads; the result goes to out[0].
+// Picking the next token on the device: argmax_f32 (greedy) and sample_f32 (a draw from
+// softmax(x / temperature) by the Gumbel-max trick).
 
-extern "C" __global__ void argmax_f32(const float* __restrict__ x, int n, u32* out) {
-    pdl_begin_small();
+// Folds the pair (ov, oi) into (v, i): the larger value wins, the lower index on ties; a NaN
+// value never wins (every comparison with it is false).
+__device__ __forceinline__ void best_pair(float& v, int& i, float ov, int oi) {
+    if (ov > v || (ov == v && oi < i)) { v = ov; i = oi; }
+}
+
+// The block's best (value, index) pair (best_pair's order) into every thread's v / i. Every
+// thread of the block calls it; blockDim.x a multiple of 32, at most 1024.
+__device__ __forceinline__ void block_best_pair(float& v, int& i) {
     __shared__ float sv[32];
     __shared__ int si[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) best_pair(v, i, __shfl_xor_sync(FULL_MASK, v, o), __shfl_xor_sync(FULL_MASK, i, o));
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (lane == 0) { sv[wid] = v; si[wid] = i; }
+    __syncthreads();
+    const int nw = (blockDim.x + 31) >> 5;
+    v = lane < nw ? sv[lane] : NEG_INF;
+    i = lane < nw ? si[lane] : 0x7fffffff;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) best_pair(v, i, __shfl_xor_sync(FULL_MASK, v, o), __shfl_xor_sync(FULL_MASK, i, o));
+}
+
+// Index of the largest of n floats (the lowest index on ties; NaN never wins). One block of
+// 1024 threads; the result goes to out[0].
+extern "C" __global__ void argmax_f32(const float* __restrict__ x, int n, u32* out) {
+    pdl_begin_small();
     float best = NEG_INF;
     int bi = 0x7fffffff;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         const float v = x[i];
         if (v > best) { best = v; bi = i; }
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(FULL_MASK, best, o);
-        const int oi = __shfl_xor_sync(FULL_MASK, bi, o);
-        if (ov > best || (ov == best && oi < bi)) { best = ov; bi = oi; }
+    block_best_pair(best, bi);
+    if (threadIdx.x == 0) out[0] = bi == 0x7fffffff ? 0u : (u32)bi;
+}
+
+// ---- Sampling: the Gumbel-max trick ----
+// The index of the largest x[i] * inv_t + g(i), where g(i) = -ln(-ln u(i)) is standard Gumbel
+// noise, is a draw from softmax(x * inv_t) (inv_t = 1 / temperature). u(i) comes from a
+// counter-based hash of (seed, counter, i), so a draw needs no state on the device, is the
+// same for the same three numbers, and a new `counter` (the host passes the step) gives a new
+// draw. The host twin is `glimmer_jetson::sample` (the checks compare against it).
+
+// The 64-bit finalizer of SplitMix64 (Steele, Lea and Flood's constants).
+__device__ __forceinline__ u64 mix64(u64 z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// u(i) of the draw keyed `key` (= mix64(seed ^ mix64(counter))): 23 bits of the hash as the
+// odd numerator of a fraction of 2^24, so u lies in [2^-24, 1 - 2^-24] and is exact in f32.
+__device__ __forceinline__ float sample_u(u64 key, u32 i) {
+    const u64 h = mix64(key + (u64)i * 0x9e3779b97f4a7c15ull);
+    return (float)((((u32)(h >> 41)) << 1) | 1u) * 0x1p-24f;
+}
+
+// Threads a block of sample_f32, and the most blocks it takes (the host's SAMPLE_THREADS and
+// SAMPLE_MAX_BLOCKS, fns.rs).
+#define SAMPLE_THREADS 256
+#define SAMPLE_MAX_BLOCKS 256
+
+// One draw over the n floats at x: grid (blocks <= SAMPLE_MAX_BLOCKS), SAMPLE_THREADS threads.
+// Each block leaves its best (value, index) in part_v / part_i; the last block to finish (the
+// ticket, zero between launches: that block resets it) merges them and writes the index to
+// out[0] (0 if every score was NaN).
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
+    sample_f32(const float* __restrict__ x, int n, float inv_t, u64 seed, u64 counter, float* part_v, u32* part_i,
+               u32* ticket, u32* out) {
+    pdl_begin_small();
+    const u64 key = mix64(seed ^ mix64(counter));
+    float best = NEG_INF;
+    int bi = 0x7fffffff;
+    // A thread's indices ascend, so `>` keeps the lowest on ties.
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float g = -logf(-logf(sample_u(key, (u32)i)));
+        const float v = fmaf(x[i], inv_t, g);
+        if (v > best) { best = v; bi = i; }
     }
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    if (lane == 0) { sv[wid] = best; si[wid] = bi; }
-    __syncthreads();
-    if (wid == 0) {
-        const int nw = (blockDim.x + 31) >> 5;
-        best = lane < nw ? sv[lane] : NEG_INF;
-        bi = lane < nw ? si[lane] : 0x7fffffff;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(FULL_MASK, best, o);
-            const int oi = __shfl_xor_sync(FULL_MASK, bi, o);
-            if (ov > best || (ov == best && oi < bi)) { best = ov; bi = oi; }
-        }
-        if (lane == 0) out[0] = bi == 0x7fffffff ? 0u : (u32)bi;
+    block_best_pair(best, bi);
+    if (threadIdx.x == 0) {
+        part_v[blockIdx.x] = best;
+        part_i[blockIdx.x] = (u32)bi;
+    }
+    if (!ticket_last(ticket, gridDim.x)) return;
+    best = NEG_INF;
+    bi = 0x7fffffff;
+    for (int b = threadIdx.x; b < (int)gridDim.x; b += blockDim.x)
+        best_pair(best, bi, __ldcg(&part_v[b]), (int)__ldcg(&part_i[b]));
+    block_best_pair(best, bi);
+    if (threadIdx.x == 0) {
+        out[0] = bi == 0x7fffffff ? 0u : (u32)bi;
+        *ticket = 0;
     }
 }

@@ -3,17 +3,21 @@
 # there: the GGUF files do not fit one call's 64 MiB, so earlier calls on the same warm machine
 # carry them in pieces (split here with `split -b 49300000 -d -a 2 FILE smol.` and
 # `split -b 50700000 -d -a 2 FILE gemma.`, one piece a folder `devpN/`, named in `carry`) and
-# stash them with `STASH=1 bash scripts/cuda-real-call.sh`. The run proper (no STASH) joins
-# them, checks each file's SHA-256 against the one fetch-models.sh pins, then runs `cuda-check
-# e2e` (CUDA against the CPU backend, top-1 at every position) over every golden fixture
-# prompt of both models with the current defaults (the tensor-core prefill GEMM on cc >= 8.0),
-# and `cuda-check bench` on each: prefill 512, decode with and without the graph. Logs into
+# stash them with `STASH=1 bash scripts/cuda-real-call.sh` (`OPS=SEED` also runs `cuda-check
+# ops`). The run proper (no STASH) joins them, checks each file's SHA-256 against the one
+# fetch-models.sh pins, then runs `cuda-check e2e` (CUDA against the CPU backend, top-1 at every
+# position; graph decode with the token drawn on the device) over every golden fixture prompt
+# of both models with the current defaults (the tensor-core prefill GEMM on cc >= 8.0), and
+# `cuda-check bench` on each: prefill 512, decode with and without the graph. Logs into
 # $R/logs.tgz (scripts/cuda-call-setup.sh).
 . scripts/cuda-call-setup.sh
 mkdir -p $M/pieces
 if [ -n "${STASH:-}" ]; then
   for d in devp*/; do [ -d "$d" ] && cp "$d"* $M/pieces/; done
-  ls -la $M/pieces; du -sh $M/pieces; logs_end; exit 0
+  ls -la $M/pieces; du -sh $M/pieces
+  # OPS=SEED: every kernel check too, while the machine is held for the pieces anyway.
+  [ -n "${OPS:-}" ] && ops_checks $OPS
+  logs_end; exit 0
 fi
 logs_start
 declare -A SHA=(
@@ -40,7 +44,7 @@ PY
   for f in $M/ids-$fixture-*.txt; do
     i=$(basename "$f" .txt)
     CUDA_CHECK_IDS=$f STEP_TIMEOUT=60 TAIL=0 step "e2e-$i" $C e2e --model $M/$piece.gguf
-    grep -h "^SUMMARY|" $OUT/e2e-$i.log | head -4
+    grep -h "^SUMMARY|" $OUT/e2e-$i.log | head -5
   done
   STEP_TIMEOUT=90 TAIL=0 step bench-$piece $C bench --model $M/$piece.gguf --prefill 512 --steps 128 --bw-gib 4
   grep -E "prefill|decode \(|memcpy" $OUT/bench-$piece.log | sed 's/PDL.*launches)//' | head -8

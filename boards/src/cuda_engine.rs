@@ -102,10 +102,12 @@ impl<'f> SlotEngine<'f> for CudaEngine<'_, 'f> {
         let (pos, fed) = self.slots.admit(slot, tokens.len())?;
         let n_vocab = self.loaded.spec.n_vocab;
         if let ([token], LogitRows::Last) = (tokens, rows) {
-            // A decode step: the graph (or the same kernels launched one by one).
+            // A decode step: the graph (or the same kernels launched one by one). The session
+            // samples on the host from the logits (penalties, top-k / top-p, the tool-call
+            // grammar), so no token is picked on the device.
             let at = u32::try_from(*pos).map_err(|_| Error::TooLarge("position"))?;
             self.model
-                .decode_step(slot, *token, at, self.graph)
+                .decode_step_pick(slot, *token, at, self.graph, None)
                 .map_err(Error::CudaForward)?;
             let dst = logits
                 .get_mut(..n_vocab)

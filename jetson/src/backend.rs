@@ -11,7 +11,7 @@ use std::sync::Arc;
 use glimmer_core::exec::{Buf, Layout, MAX_CHUNK};
 use glimmer_core::model::{ModelSpec, Tensor, Weights};
 
-use crate::fns::raw;
+use crate::fns::{raw, SAMPLE_MAX_BLOCKS, SAMPLE_THREADS};
 use crate::gpu::{Arg, DevMem, Gpu};
 use crate::kv::KvLayout;
 use crate::weights::{DeviceTensor, DeviceWeights};
@@ -127,6 +127,8 @@ pub struct CudaBackend {
     pub(crate) positions: Mirror,
     pub(crate) slot: Mirror,
     pub(crate) argmax_out: DevMem,
+    /// `sample_f32`'s scratch: each block's best value and index, then its ticket and result.
+    pub(crate) sample_scratch: DevMem,
     pub(crate) kv: DevMem,
     pub(crate) kvl: KvLayout,
     pub(crate) weights: DeviceWeights,
@@ -827,6 +829,7 @@ impl CudaBackend {
             positions: Mirror::new(&gpu, cap.chunk)?,
             slot,
             argmax_out: gpu.alloc(4)?,
+            sample_scratch: gpu.alloc(SAMPLE_MAX_BLOCKS * 8 + 8)?,
             kv: gpu.alloc(kv.bytes())?,
             kvl: kv,
             weights: DeviceWeights::new(),
@@ -1048,6 +1051,49 @@ impl CudaBackend {
         )?;
         let mut out = [0u32];
         self.gpu.download(&mut out, self.argmax_out.ptr())?;
+        Ok(out[0])
+    }
+
+    /// A token drawn on the device from softmax(`x` / `temperature`) by the Gumbel-max trick,
+    /// keyed by `seed` and `counter` ([`crate::sample`]); [`Self::argmax`] where `temperature`
+    /// is not a positive finite number. One launch of at most `SAMPLE_MAX_BLOCKS` blocks; only
+    /// the index comes back.
+    pub fn sample(
+        &mut self,
+        x: Buf,
+        temperature: f32,
+        seed: u64,
+        counter: u64,
+    ) -> Result<u32, CudaError> {
+        if !crate::sample::samples(temperature) {
+            return self.argmax(x);
+        }
+        self.flush_pending()?;
+        let p = self.at(x)?;
+        let per_block = SAMPLE_THREADS as usize * 4;
+        let blocks = x.len.div_ceil(per_block).clamp(1, SAMPLE_MAX_BLOCKS);
+        let s = self.sample_scratch.ptr();
+        let (vals, idx) = (s, s + SAMPLE_MAX_BLOCKS as u64 * 4);
+        let ticket = s + SAMPLE_MAX_BLOCKS as u64 * 8;
+        let f = raw(&self.gpu.fns().sample);
+        self.gpu.launch(
+            f,
+            (blocks as u32, 1, 1),
+            SAMPLE_THREADS,
+            &[
+                Arg::P(p),
+                Arg::int(x.len)?,
+                Arg::F(1.0 / temperature),
+                Arg::U(seed),
+                Arg::U(counter),
+                Arg::P(vals),
+                Arg::P(idx),
+                Arg::P(ticket),
+                Arg::P(ticket + 4),
+            ],
+        )?;
+        let mut out = [0u32];
+        self.gpu.download(&mut out, ticket + 4)?;
         Ok(out[0])
     }
 

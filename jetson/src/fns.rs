@@ -36,6 +36,11 @@ pub(crate) const MULTI_THREADS: u32 = 256;
 pub(crate) const GEMM_TILE: usize = 64;
 pub(crate) const GEMM_THREADS: u32 = 128;
 
+/// Threads a block of `sample_f32` has, and the most blocks it takes (`SAMPLE_THREADS`,
+/// `SAMPLE_MAX_BLOCKS`, kernels/argmax.cu).
+pub(crate) const SAMPLE_THREADS: u32 = 256;
+pub(crate) const SAMPLE_MAX_BLOCKS: usize = 256;
+
 /// Bytes of `gemv_k_multi_tma*`'s mbarrier and team-sum area (`KT_BAR_BYTES`: 24 rings × 4
 /// stages × 8 bytes, then the teams' partial sums, rounded up).
 pub(crate) const KT_BAR_BYTES: u32 = 2048;
@@ -115,6 +120,8 @@ pub(crate) struct Fns {
     pub gated_silu: CudaFunction,
     pub gated_gelu_tanh: CudaFunction,
     pub argmax: CudaFunction,
+    /// One Gumbel-max draw over the logits (kernels/argmax.cu, [`crate::sample`]).
+    pub sample: CudaFunction,
     pub kv_store: CudaFunction,
     pub attn_split: CudaFunction,
     /// `attn_split` over a thread-block cluster a head (one row; kernels/attention.cu,
@@ -207,6 +214,7 @@ impl Fns {
             gated_silu: f("gated_silu_f32")?,
             gated_gelu_tanh: f("gated_gelu_tanh_f32")?,
             argmax: f("argmax_f32")?,
+            sample: f("sample_f32")?,
             kv_store: f("kv_store_f16")?,
             attn_split: f("attn_split")?,
             attn_split_cl: f("attn_split_cl")?,

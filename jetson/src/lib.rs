@@ -125,6 +125,7 @@ mod kv;
 mod ops;
 #[cfg(not(target_os = "macos"))]
 mod runner;
+pub mod sample;
 #[cfg(not(target_os = "macos"))]
 mod weights;
 
@@ -144,6 +145,7 @@ pub use kv::KvLayout;
 pub use ops::{auto_smem, tma_layout, TmaLayout, WIDE_ROWS};
 #[cfg(not(target_os = "macos"))]
 pub use runner::{CudaForwardError, CudaModel};
+pub use sample::Pick;
 #[cfg(not(target_os = "macos"))]
 pub use weights::{device_row_bytes, repack_q6k_row, repack_q6k_rows, DeviceTensor, DeviceWeights};
 

@@ -6,6 +6,7 @@ use glimmer_core::exec::{Backend, ForwardError, Layout, LogitRows, Model};
 use glimmer_core::model::{ModelSpec, Weights};
 
 use crate::backend::CudaBackend;
+use crate::sample::Pick;
 use crate::CudaError;
 
 /// A forward-call failure on the CUDA backend.
@@ -103,6 +104,22 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         pos: u32,
         graph: bool,
     ) -> Result<u32, CudaForwardError> {
+        let t = self.decode_step_pick(slot, token, pos, graph, Some(Pick::Greedy))?;
+        t.ok_or(ForwardError::Backend(CudaError::Graph))
+    }
+
+    /// [`Self::decode_step`] with the token picked as `pick` says on the device (greedy, or a
+    /// Gumbel-max draw: [`crate::sample`]), or none picked (`None`: the caller reads the
+    /// logits, [`Self::read_logits`], and samples on the host). The pick runs after the
+    /// graph, so one graph serves every way of picking.
+    pub fn decode_step_pick(
+        &mut self,
+        slot: usize,
+        token: u32,
+        pos: u32,
+        graph: bool,
+        pick: Option<Pick>,
+    ) -> Result<Option<u32>, CudaForwardError> {
         self.backend.select_slot(slot)?;
         self.backend.set_inputs(&[token], &[pos])?;
         if !graph {
@@ -117,8 +134,16 @@ impl<'m, 'w> CudaModel<'m, 'w> {
             self.backend.qx = None;
             g.launch().map_err(CudaError::from)?;
         }
-        let n = self.model.spec.n_vocab;
-        Ok(self.backend.argmax(self.model.layout.logits.prefix(n))?)
+        let logits = self.model.layout.logits.prefix(self.model.spec.n_vocab);
+        Ok(match pick {
+            None => None,
+            Some(Pick::Greedy) => Some(self.backend.argmax(logits)?),
+            Some(Pick::Sample {
+                temperature,
+                seed,
+                counter,
+            }) => Some(self.backend.sample(logits, temperature, seed, counter)?),
+        })
     }
 
     /// Captures one decode step (the inputs are already on the device) for steps whose rows

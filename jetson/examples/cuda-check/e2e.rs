@@ -207,9 +207,54 @@ pub fn run(gpu: Arc<Gpu>, path: &Path, n: usize, seed: u64) -> Result<bool, Stri
         tally.exact, tally.near_tie, tally.real
     );
     ok &= tally.real == 0;
+    ok &= sampled_decode(&mut m, &tokens, nv, &name)?;
     drop(m);
     ok &= engine_slots(&loaded, &layout, &tokens, &cpu_logits, &eager, &name)?;
     Ok(ok)
+}
+
+/// Graph decode with the token drawn on the device (`Pick::Sample`, the Gumbel-max kernel
+/// after the graph) over slot 1 from the start, up to 24 steps at T = 0.9: each draw must have
+/// the best perturbed score that the host twin (`glimmer_jetson::sample::host_scores`) gives
+/// the same step's logits, read back, within the device's `f32` rounding.
+fn sampled_decode(
+    m: &mut CudaModel<'_, '_>,
+    tokens: &[u32],
+    nv: usize,
+    name: &str,
+) -> Result<bool, String> {
+    use glimmer_jetson::sample::host_scores;
+    use glimmer_jetson::Pick;
+    let (t, seed) = (0.9f32, 77u64);
+    let mut logits = vec![0f32; nv];
+    let (mut steps, mut same, mut worst) = (0usize, 0usize, 0f64);
+    for (i, &tok) in tokens.iter().enumerate().take(24) {
+        let pick = Pick::Sample {
+            temperature: t,
+            seed,
+            counter: i as u64,
+        };
+        let got = m
+            .decode_step_pick(1, tok, i as u32, true, Some(pick))
+            .map_err(|e| format!("{e:?}"))?
+            .ok_or("no token picked")? as usize;
+        m.read_logits(&mut logits).map_err(|e| e.to_string())?;
+        let (best, scores) = host_scores(&logits, t, seed, i as u64);
+        let short = scores[best] - scores.get(got).copied().unwrap_or(f64::NEG_INFINITY);
+        worst = worst.max(short / (1.0 + scores[best].abs()));
+        steps += 1;
+        same += usize::from(got == best);
+    }
+    let pass = worst <= 2e-5;
+    println!(
+        "  sampled decode (graph, T {t}): {same}/{steps} the host's draw, worst score shortfall {worst:.1e} (rel)  {}",
+        if pass { "PASS" } else { "FAIL" }
+    );
+    println!(
+        "SUMMARY|e2e|{name} sampled decode|{same}/{steps} the host's draw|{worst:.3e}|{}",
+        if pass { "PASS" } else { "FAIL" }
+    );
+    Ok(pass)
 }
 
 /// The daemon's engine (`glimmerd --backend cuda`) through [`SlotEngine`], two slots: slot 0

@@ -1344,7 +1344,111 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         if pass { "PASS" } else { "FAIL" }
     );
     ok &= pass;
+    ok &= sampling(&mut p, &mut rng)?;
     Ok(ok)
+}
+
+/// `sample_f32` (a Gumbel-max draw on the device, `glimmer_jetson::sample`) against its host
+/// twin, and its draws' frequencies against the softmax itself.
+///
+/// - Each draw over random logits (5 000, and 202 048 as the 30B shape's vocabulary, so the
+///   launch has its most blocks) at three temperatures: the device's token must have the
+///   best Gumbel-perturbed score the host computes in `f64`, within the `f32` rounding of the
+///   device's own scores (`2e-5 · (1 + |best|)`); how many are the host's very index is printed.
+/// - 20 000 draws over six logits at T = 0.8: chi-square of the counts against
+///   softmax(x / T) below 30 (five degrees of freedom: a correct sampler exceeds it with
+///   probability < 2e-5).
+/// - A temperature of 0 picks greedily (the argmax).
+fn sampling(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
+    use glimmer_jetson::sample::host_scores;
+    let mut ok = true;
+    for n in [5000usize, 202_048] {
+        let v = rng.vec(n, 4.0);
+        p.put(buf(A, n), &v)?;
+        let (mut draws, mut same, mut worst) = (0, 0, 0.0f64);
+        for t in [0.7f32, 1.0, 1.6] {
+            for c in 0..40u64 {
+                let seed = 0x5eed + n as u64;
+                let g =
+                    p.cu.sample(buf(A, n), t, seed, c)
+                        .map_err(|e| e.to_string())? as usize;
+                let (best, scores) = host_scores(&v, t, seed, c);
+                let short = scores[best] - scores.get(g).copied().unwrap_or(f64::NEG_INFINITY);
+                worst = worst.max(short / (1.0 + scores[best].abs()));
+                draws += 1;
+                same += usize::from(g == best);
+            }
+        }
+        let pass = worst <= 2e-5;
+        println!(
+            "{:<34} n {n}: {same}/{draws} the host's index, worst score shortfall {worst:.1e} (rel)  {}",
+            "sample_f32",
+            if pass { "PASS" } else { "FAIL" }
+        );
+        println!(
+            "SUMMARY|kernel|sample_f32 n={n}|{worst:.3e}|2e-5|{}",
+            if pass { "PASS" } else { "FAIL" }
+        );
+        ok &= pass;
+    }
+    // Frequencies against the softmax.
+    let x = [0.0f32, 0.5, 1.0, -1.0, 2.0, 0.2];
+    let t = 0.8f32;
+    p.put(buf(A, x.len()), &x)?;
+    let mut counts = [0u32; 6];
+    let n = 20_000u64;
+    for c in 0..n {
+        let g =
+            p.cu.sample(buf(A, x.len()), t, 9, c)
+                .map_err(|e| e.to_string())? as usize;
+        let Some(k) = counts.get_mut(g) else {
+            println!(
+                "{:<34} draw {c}: index {g} of 6 logits  FAIL",
+                "sample_f32 softmax"
+            );
+            return Ok(false);
+        };
+        *k += 1;
+    }
+    let z: f64 = x.iter().map(|&v| (f64::from(v) / f64::from(t)).exp()).sum();
+    let chi2: f64 = x
+        .iter()
+        .zip(counts)
+        .map(|(&v, k)| {
+            let e = n as f64 * (f64::from(v) / f64::from(t)).exp() / z;
+            (f64::from(k) - e).powi(2) / e
+        })
+        .sum();
+    let pass = chi2 < 30.0;
+    println!(
+        "{:<34} 20000 draws over 6 logits, T 0.8: chi2 {chi2:.2} (counts {counts:?})  {}",
+        "sample_f32 softmax",
+        if pass { "PASS" } else { "FAIL" }
+    );
+    println!(
+        "SUMMARY|kernel|sample_f32 softmax|{chi2:.3}|30|{}",
+        if pass { "PASS" } else { "FAIL" }
+    );
+    ok &= pass;
+    // Greedy at temperature 0.
+    let v = rng.vec(3000, 1.0);
+    p.put(buf(A, v.len()), &v)?;
+    let g =
+        p.cu.sample(buf(A, v.len()), 0.0, 1, 1)
+            .map_err(|e| e.to_string())? as usize;
+    let pass = g == argmax(&v);
+    println!(
+        "{:<34} T 0: {g} against the argmax {}  {}",
+        "sample_f32 greedy",
+        argmax(&v),
+        if pass { "PASS" } else { "FAIL" }
+    );
+    println!(
+        "SUMMARY|kernel|sample_f32 greedy|{}|exact|{}",
+        u8::from(!pass),
+        if pass { "PASS" } else { "FAIL" }
+    );
+    Ok(ok && pass)
 }
 
 /// The most keys a query at `pos` sees: up to and including the last position, at most
