@@ -12,7 +12,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/gpu.txt
 bench() { # name, prefill, environment...
   local v=$1 pf=$2; shift 2
   STEP_TIMEOUT=110 TAIL=0 step bench-$v-$pf env "$@" $C bench --model $M/full.gguf --prefill $pf --steps 64 --bw-gib 4 --quick
-  grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | sed 's/PDL.*launches)//' | head -6
+  grep -E "decode \(graph|(GEMVs|attention|everything but) +\(round 1|memcpy" $OUT/bench-$v-$pf.log | grep -v "default launches" | sed 's/PDL.*launches)//' | head -6
 }
 # The logs so far into $R/logs.tgz every 30 s, so that a call cut at its limit still brings
 # them back (`logs_start`), and once more at the end, the background tarring stopped

@@ -8,7 +8,8 @@
 # fetch-models.sh pins, then runs `cuda-check e2e` (CUDA against the CPU backend, top-1 at every
 # position; graph decode with the token drawn on the device) over every golden fixture prompt
 # of both models with the current defaults (the tensor-core prefill GEMM on cc >= 8.0), and
-# `cuda-check bench` on each: prefill 512, decode with and without the graph. Logs into
+# `cuda-check bench --quick` on each: prefill 512, decode with and without the graph, and the
+# ways of taking the token (greedy, a draw on the device, the logits read back). Logs into
 # $R/logs.tgz (scripts/cuda-call-setup.sh).
 . scripts/cuda-call-setup.sh
 mkdir -p $M/pieces
@@ -46,7 +47,7 @@ PY
     CUDA_CHECK_IDS=$f STEP_TIMEOUT=60 TAIL=0 step "e2e-$i" $C e2e --model $M/$piece.gguf
     grep -h "^SUMMARY|" $OUT/e2e-$i.log | head -5
   done
-  STEP_TIMEOUT=90 TAIL=0 step bench-$piece $C bench --model $M/$piece.gguf --prefill 512 --steps 128 --bw-gib 4
-  grep -E "prefill|decode \(|memcpy" $OUT/bench-$piece.log | sed 's/PDL.*launches)//' | head -8
+  STEP_TIMEOUT=90 TAIL=0 step bench-$piece $C bench --model $M/$piece.gguf --prefill 512 --steps 128 --bw-gib 4 --quick
+  grep -E "prefill|decode \(|memcpy|bytes per" $OUT/bench-$piece.log | sed 's/PDL.*launches)//'
 done
 logs_end; ls $OUT | wc -l

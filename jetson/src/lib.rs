@@ -12,7 +12,11 @@
 //!   [`glimmer_core::kv::KvGeometry`]), and the weights ([`DeviceWeights`]), uploaded once.
 //! - [`CudaModel`] runs [`glimmer_core::exec::Model::forward`] on it and captures the decode
 //!   step into a CUDA graph; token, position and KV slot are read from device memory, so the
-//!   graph replays for every step and session.
+//!   graph replays for every step and session. After the step the token is picked on the
+//!   device ([`Pick`]: the argmax, or a Gumbel-max draw from softmax(logits / T) keyed by a
+//!   seed and the step, [`sample`]) so only its index comes back, or not at all where the
+//!   caller samples from the logits on the host (the daemon's sessions: penalties, top-k /
+//!   top-p and the tool-call grammar need the whole distribution).
 //!
 //! Matmuls read GGUF blocks (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K) as stored, and Q6_K repacked
 //! on upload into aligned planes (`repack_q6k_row` in `weights.rs`), against activations quantized on

@@ -10,7 +10,7 @@ use glimmer_core::exec::{Buf, Layout, Limits, LogitRows};
 use glimmer_core::kv::KvGeometry;
 use glimmer_core::model::LayerKind;
 use glimmer_core::plan::KvType;
-use glimmer_jetson::{Capacity, CudaBackend, CudaModel, Gpu, KvLayout};
+use glimmer_jetson::{Capacity, CudaBackend, CudaModel, Gpu, KvLayout, Pick};
 
 use crate::util::Rng;
 
@@ -245,7 +245,7 @@ pub fn run(
         }
         for (mode, graph) in [("eager", false), ("graph", true)] {
             let first = tokens.last().copied().unwrap_or(0);
-            let tps = 1e3 / decode_ms(&mut m, first, prefill, steps, graph)?;
+            let tps = 1e3 / decode_ms(&mut m, first, prefill, steps, graph, Pick::Greedy)?;
             let eff = per_tok * tps;
             println!(
             "  decode ({mode}, {launch} launches): {tps:.1} tok/s, {:.2} ms/tok, {:.0} GB/s effective = {:.1}% of measured HBM",
@@ -265,6 +265,35 @@ pub fn run(
     m.backend().gemv_smem = smem_default;
     m.backend().gemv_multi = multi_default;
     m.backend().gemv_multi_single = single_default;
+
+    // The default graph step with the token drawn on the device (sample_f32 after the graph,
+    // T = 0.8) and with the logits read back instead of any pick (the daemon's engine, which
+    // samples on the host): what each way of taking the token costs beside the greedy rows.
+    m.drop_graph();
+    let first = tokens.last().copied().unwrap_or(0);
+    let greedy = decode_ms(&mut m, first, prefill, steps, true, Pick::Greedy)?;
+    let draw = Pick::Sample {
+        temperature: 0.8,
+        seed: 1,
+        counter: 0,
+    };
+    let sampled = decode_ms(&mut m, first, prefill, steps, true, draw)?;
+    let read = logits_read_ms(&mut m, first, prefill, steps)?;
+    for (what, ms) in [
+        ("greedy (argmax on the device)", greedy),
+        ("Gumbel-max draw on the device, T 0.8", sampled),
+        ("logits read back, no pick (the daemon's engine)", read),
+    ] {
+        println!(
+            "  decode (graph, default launches, {what}): {:.1} tok/s, {ms:.3} ms/tok ({:+.3} ms against greedy)",
+            1e3 / ms,
+            ms - greedy
+        );
+        println!(
+            "SUMMARY|bench|{name} decode b1 graph pick|{what}|{:.1} tok/s|{ms:.3} ms",
+            1e3 / ms
+        );
+    }
 
     // What each class of kernels costs inside the default graph step: the step without it
     // (its launches dropped, so the output is garbage), twice, against the full step.
@@ -329,6 +358,7 @@ pub fn run(
                 prefill,
                 steps,
                 true,
+                Pick::Greedy,
             )?;
             if name == "nothing" {
                 full_ms = ms;
@@ -350,23 +380,59 @@ pub fn run(
     Ok(())
 }
 
-/// Milliseconds a greedy decode step takes, from position `prefill` on: one untimed warm-up step
-/// (which captures the graph when `graph`), then the mean of `steps - 1` steps.
+/// Milliseconds a decode step takes, from position `prefill` on, each step's token picked as
+/// `pick` says (a draw's counter is the step): one untimed warm-up step (which captures the
+/// graph when `graph`), then the mean of `steps - 1` steps.
 fn decode_ms(
     m: &mut CudaModel<'_, '_>,
     first: u32,
     prefill: usize,
     steps: usize,
     graph: bool,
+    pick: Pick,
 ) -> Result<f64, String> {
-    let mut tok = m
-        .decode_step(0, first, prefill as u32, graph)
-        .map_err(|e| format!("{e:?}"))?;
+    let step = |m: &mut CudaModel<'_, '_>, tok: u32, s: usize| {
+        let p = match pick {
+            Pick::Sample {
+                temperature, seed, ..
+            } => Pick::Sample {
+                temperature,
+                seed,
+                counter: s as u64,
+            },
+            Pick::Greedy => Pick::Greedy,
+        };
+        m.decode_step_pick(0, tok, (prefill + s) as u32, graph, Some(p))
+            .map_err(|e| format!("{e:?}"))?
+            .ok_or_else(|| "no token picked".to_owned())
+    };
+    let mut tok = step(m, first, 0)?;
     let t = Instant::now();
     for s in 1..steps {
-        tok = m
-            .decode_step(0, tok, (prefill + s) as u32, graph)
+        tok = step(m, tok, s)?;
+    }
+    Ok(t.elapsed().as_secs_f64() * 1e3 / (steps - 1).max(1) as f64)
+}
+
+/// Milliseconds a graph decode step takes with its logits read back to the host and no token
+/// picked on the device (as the daemon's engine runs it), feeding the same token each step.
+fn logits_read_ms(
+    m: &mut CudaModel<'_, '_>,
+    first: u32,
+    prefill: usize,
+    steps: usize,
+) -> Result<f64, String> {
+    let n = m.parts().0.spec.n_vocab;
+    let mut logits = vec![0f32; n];
+    let mut step = |m: &mut CudaModel<'_, '_>, s: usize| -> Result<(), String> {
+        m.decode_step_pick(0, first, (prefill + s) as u32, true, None)
             .map_err(|e| format!("{e:?}"))?;
+        m.read_logits(&mut logits).map_err(|e| e.to_string())
+    };
+    step(m, 0)?;
+    let t = Instant::now();
+    for s in 1..steps {
+        step(m, s)?;
     }
     Ok(t.elapsed().as_secs_f64() * 1e3 / (steps - 1).max(1) as f64)
 }
