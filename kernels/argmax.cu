@@ -1,5 +1,5 @@
 // Picking the next token on the device: argmax_f32 (greedy) and sample_f32 (a draw from
-// softmax(x / temperature) by the Gumbel-max trick).
+// softmax(x / temperature) by the Gumbel-max trick), one launch over the whole vocabulary.
 
 // Folds the pair (ov, oi) into (v, i): the larger value wins, the lower index on ties; a NaN
 // value never wins (every comparison with it is false).
@@ -24,20 +24,6 @@ __device__ __forceinline__ void block_best_pair(float& v, int& i) {
     for (int o = 16; o > 0; o >>= 1) best_pair(v, i, __shfl_xor_sync(FULL_MASK, v, o), __shfl_xor_sync(FULL_MASK, i, o));
 }
 
-// Index of the largest of n floats (the lowest index on ties; NaN never wins). One block of
-// 1024 threads; the result goes to out[0].
-extern "C" __global__ void argmax_f32(const float* __restrict__ x, int n, u32* out) {
-    pdl_begin_small();
-    float best = NEG_INF;
-    int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = x[i];
-        if (v > best) { best = v; bi = i; }
-    }
-    block_best_pair(best, bi);
-    if (threadIdx.x == 0) out[0] = bi == 0x7fffffff ? 0u : (u32)bi;
-}
-
 // ---- Sampling: the Gumbel-max trick ----
 // The index of the largest x[i] * inv_t + g(i), where g(i) = -ln(-ln u(i)) is standard Gumbel
 // noise, is a draw from softmax(x * inv_t) (inv_t = 1 / temperature). u(i) comes from a
@@ -59,26 +45,27 @@ __device__ __forceinline__ float sample_u(u64 key, u32 i) {
     return (float)((((u32)(h >> 41)) << 1) | 1u) * 0x1p-24f;
 }
 
-// Threads a block of sample_f32, and the most blocks it takes (the host's SAMPLE_THREADS and
-// SAMPLE_MAX_BLOCKS, fns.rs).
+// Threads a block of argmax_f32 / sample_f32, and the most blocks they take (the host's
+// SAMPLE_THREADS and SAMPLE_MAX_BLOCKS, fns.rs).
 #define SAMPLE_THREADS 256
 #define SAMPLE_MAX_BLOCKS 256
 
-// One draw over the n floats at x: grid (blocks <= SAMPLE_MAX_BLOCKS), SAMPLE_THREADS threads.
-// Each block leaves its best (value, index) in part_v / part_i; the last block to finish (the
-// ticket, zero between launches: that block resets it) merges them and writes the index to
-// out[0] (0 if every score was NaN).
-extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
-    sample_f32(const float* __restrict__ x, int n, float inv_t, u64 seed, u64 counter, float* part_v, u32* part_i,
-               u32* ticket, u32* out) {
+// The index of the largest score over the n floats at x: x[i] itself (NOISE false: argmax_f32),
+// or x[i] * inv_t + g(i) (NOISE: sample_f32, one draw), the lowest index on ties; a NaN score
+// never wins, and out[0] is 0 if none does. grid: at most SAMPLE_MAX_BLOCKS blocks of
+// SAMPLE_THREADS threads. Each block leaves its best (score, index) in part_v / part_i; the
+// last block to finish (the ticket, zero between launches: that block resets it) merges them.
+// On the 30B shape's 202 048 logits one block (this kernel's first form) took ~0.07 ms a step.
+template <bool NOISE>
+__device__ __forceinline__ void best_index(const float* __restrict__ x, int n, float inv_t, u64 seed, u64 counter,
+                                           float* part_v, u32* part_i, u32* ticket, u32* out) {
     pdl_begin_small();
-    const u64 key = mix64(seed ^ mix64(counter));
+    const u64 key = NOISE ? mix64(seed ^ mix64(counter)) : 0;
     float best = NEG_INF;
     int bi = 0x7fffffff;
     // A thread's indices ascend, so `>` keeps the lowest on ties.
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const float g = -logf(-logf(sample_u(key, (u32)i)));
-        const float v = fmaf(x[i], inv_t, g);
+        const float v = NOISE ? fmaf(x[i], inv_t, -logf(-logf(sample_u(key, (u32)i)))) : x[i];
         if (v > best) { best = v; bi = i; }
     }
     block_best_pair(best, bi);
@@ -96,4 +83,17 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
         out[0] = bi == 0x7fffffff ? 0u : (u32)bi;
         *ticket = 0;
     }
+}
+
+// Index of the largest of n floats (greedy decoding).
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
+    argmax_f32(const float* __restrict__ x, int n, float* part_v, u32* part_i, u32* ticket, u32* out) {
+    best_index<false>(x, n, 0.0f, 0, 0, part_v, part_i, ticket, out);
+}
+
+// One draw from softmax(x * inv_t), keyed by (seed, counter).
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)
+    sample_f32(const float* __restrict__ x, int n, float inv_t, u64 seed, u64 counter, float* part_v, u32* part_i,
+               u32* ticket, u32* out) {
+    best_index<true>(x, n, inv_t, seed, counter, part_v, part_i, ticket, out);
 }

@@ -126,9 +126,9 @@ pub struct CudaBackend {
     pub(crate) tokens: Mirror,
     pub(crate) positions: Mirror,
     pub(crate) slot: Mirror,
-    pub(crate) argmax_out: DevMem,
-    /// `sample_f32`'s scratch: each block's best value and index, then its ticket and result.
-    pub(crate) sample_scratch: DevMem,
+    /// `argmax_f32` / `sample_f32`'s scratch: each block's best value and index, then the
+    /// ticket and the result.
+    pub(crate) pick_scratch: DevMem,
     pub(crate) kv: DevMem,
     pub(crate) kvl: KvLayout,
     pub(crate) weights: DeviceWeights,
@@ -828,8 +828,7 @@ impl CudaBackend {
             tokens: Mirror::new(&gpu, cap.chunk)?,
             positions: Mirror::new(&gpu, cap.chunk)?,
             slot,
-            argmax_out: gpu.alloc(4)?,
-            sample_scratch: gpu.alloc(SAMPLE_MAX_BLOCKS * 8 + 8)?,
+            pick_scratch: gpu.alloc(SAMPLE_MAX_BLOCKS * 8 + 8)?,
             kv: gpu.alloc(kv.bytes())?,
             kvl: kv,
             weights: DeviceWeights::new(),
@@ -1040,24 +1039,12 @@ impl CudaBackend {
 
     /// Index of the largest value in `x` (lowest index on ties), computed on the device.
     pub fn argmax(&mut self, x: Buf) -> Result<u32, CudaError> {
-        self.flush_pending()?;
-        let p = self.at(x)?;
-        let f = raw(&self.gpu.fns().argmax);
-        self.gpu.launch(
-            f,
-            (1, 1, 1),
-            1024,
-            &[Arg::P(p), Arg::int(x.len)?, Arg::P(self.argmax_out.ptr())],
-        )?;
-        let mut out = [0u32];
-        self.gpu.download(&mut out, self.argmax_out.ptr())?;
-        Ok(out[0])
+        self.best_index(x, None)
     }
 
     /// A token drawn on the device from softmax(`x` / `temperature`) by the Gumbel-max trick,
     /// keyed by `seed` and `counter` ([`crate::sample`]); [`Self::argmax`] where `temperature`
-    /// is not a positive finite number. One launch of at most `SAMPLE_MAX_BLOCKS` blocks; only
-    /// the index comes back.
+    /// is not a positive finite number.
     pub fn sample(
         &mut self,
         x: Buf,
@@ -1068,33 +1055,49 @@ impl CudaBackend {
         if !crate::sample::samples(temperature) {
             return self.argmax(x);
         }
+        self.best_index(x, Some((1.0 / temperature, seed, counter)))
+    }
+
+    /// `argmax_f32` (`noise` none) or `sample_f32` (`noise`: 1 / temperature, seed, counter)
+    /// over `x`: one launch of at most `SAMPLE_MAX_BLOCKS` blocks (kernels/argmax.cu), then the
+    /// index alone is read back.
+    fn best_index(&mut self, x: Buf, noise: Option<(f32, u64, u64)>) -> Result<u32, CudaError> {
         self.flush_pending()?;
         let p = self.at(x)?;
         let per_block = SAMPLE_THREADS as usize * 4;
-        let blocks = x.len.div_ceil(per_block).clamp(1, SAMPLE_MAX_BLOCKS);
-        let s = self.sample_scratch.ptr();
+        let blocks = x.len.div_ceil(per_block).clamp(1, SAMPLE_MAX_BLOCKS) as u32;
+        let s = self.pick_scratch.ptr();
         let (vals, idx) = (s, s + SAMPLE_MAX_BLOCKS as u64 * 4);
         let ticket = s + SAMPLE_MAX_BLOCKS as u64 * 8;
-        let f = raw(&self.gpu.fns().sample);
-        self.gpu.launch(
-            f,
-            (blocks as u32, 1, 1),
-            SAMPLE_THREADS,
-            &[
-                Arg::P(p),
-                Arg::int(x.len)?,
-                Arg::F(1.0 / temperature),
-                Arg::U(seed),
-                Arg::U(counter),
-                Arg::P(vals),
-                Arg::P(idx),
-                Arg::P(ticket),
-                Arg::P(ticket + 4),
-            ],
-        )?;
-        let mut out = [0u32];
-        self.gpu.download(&mut out, ticket + 4)?;
-        Ok(out[0])
+        let out = ticket + 4;
+        let tail = [Arg::P(vals), Arg::P(idx), Arg::P(ticket), Arg::P(out)];
+        let n = Arg::int(x.len)?;
+        let fns = self.gpu.fns();
+        match noise {
+            None => {
+                let f = raw(&fns.argmax);
+                let a = [Arg::P(p), n, tail[0], tail[1], tail[2], tail[3]];
+                self.gpu.launch(f, (blocks, 1, 1), SAMPLE_THREADS, &a)?;
+            }
+            Some((inv_t, seed, counter)) => {
+                let f = raw(&fns.sample);
+                let a = [
+                    Arg::P(p),
+                    n,
+                    Arg::F(inv_t),
+                    Arg::U(seed),
+                    Arg::U(counter),
+                    tail[0],
+                    tail[1],
+                    tail[2],
+                    tail[3],
+                ];
+                self.gpu.launch(f, (blocks, 1, 1), SAMPLE_THREADS, &a)?;
+            }
+        }
+        let mut got = [0u32];
+        self.gpu.download(&mut got, out)?;
+        Ok(got[0])
     }
 
     /// Device address of an arena region, checked to lie inside the arena.

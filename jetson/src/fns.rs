@@ -36,8 +36,8 @@ pub(crate) const MULTI_THREADS: u32 = 256;
 pub(crate) const GEMM_TILE: usize = 64;
 pub(crate) const GEMM_THREADS: u32 = 128;
 
-/// Threads a block of `sample_f32` has, and the most blocks it takes (`SAMPLE_THREADS`,
-/// `SAMPLE_MAX_BLOCKS`, kernels/argmax.cu).
+/// Threads a block of `argmax_f32` / `sample_f32` has, and the most blocks they take
+/// (`SAMPLE_THREADS`, `SAMPLE_MAX_BLOCKS`, kernels/argmax.cu).
 pub(crate) const SAMPLE_THREADS: u32 = 256;
 pub(crate) const SAMPLE_MAX_BLOCKS: usize = 256;
 

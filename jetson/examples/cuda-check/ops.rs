@@ -1326,24 +1326,43 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
 
     ok &= attention(&mut p, &mut rng)?;
 
-    // Argmax on the device.
-    let n = 5000;
-    let v = rng.vec(n, 1.0);
-    p.put(buf(A, n), &v)?;
-    let g = p.cu.argmax(buf(A, n)).map_err(|e| e.to_string())? as usize;
-    let c = argmax(&v);
-    let pass = g == c;
-    println!(
-        "{:<34} cpu {c} gpu {g}  {}",
-        "argmax_f32",
-        if pass { "PASS" } else { "FAIL" }
-    );
-    println!(
-        "SUMMARY|kernel|argmax_f32|{}|exact|{}",
-        if pass { 0 } else { 1 },
-        if pass { "PASS" } else { "FAIL" }
-    );
-    ok &= pass;
+    // Argmax on the device: random rows (5 000, and the 30B shape's 202 048 logits, the
+    // launch's most blocks), the largest value only in the last element, two equal largest
+    // values in different blocks (the lower index wins) and NaNs beside the largest.
+    let mut cases: Vec<(&str, Vec<f32>)> = vec![
+        ("random 5000", rng.vec(5000, 1.0)),
+        ("random 202048", rng.vec(202_048, 1.0)),
+    ];
+    let mut last = rng.vec(202_048, 1.0);
+    last[202_047] = 100.0;
+    cases.push(("largest last", last));
+    let mut tie = rng.vec(202_048, 1.0);
+    tie[150_001] = 50.0;
+    tie[7_003] = 50.0;
+    cases.push(("tie across blocks", tie));
+    let mut nan = rng.vec(9000, 1.0);
+    nan[10] = f32::NAN;
+    nan[8999] = f32::NAN;
+    nan[4321] = 20.0;
+    cases.push(("NaNs", nan));
+    for (what, v) in &cases {
+        let n = v.len();
+        p.put(buf(A, n), v)?;
+        let g = p.cu.argmax(buf(A, n)).map_err(|e| e.to_string())? as usize;
+        let c = argmax(v);
+        let pass = g == c;
+        println!(
+            "{:<34} {what}: cpu {c} gpu {g}  {}",
+            "argmax_f32",
+            if pass { "PASS" } else { "FAIL" }
+        );
+        println!(
+            "SUMMARY|kernel|argmax_f32 {what}|{}|exact|{}",
+            u8::from(!pass),
+            if pass { "PASS" } else { "FAIL" }
+        );
+        ok &= pass;
+    }
     ok &= sampling(&mut p, &mut rng)?;
     Ok(ok)
 }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session 29's call: every kernel check (the one-launch argmax and sample_f32 among them), then
+# the 30B-shape decode at 512 keys with the binary before the multi-block argmax
+# (devcarry/cuda-check-old: argmax_f32 one block of 1 024 threads) and after it, alternated
+# twice in the same call. On an H200 also the rows of cuda-h200-short.sh (each fusion with
+# the H200's two-row items, one row an item, the default again) and e2e on `mid`.
+. scripts/cuda-call-setup.sh
+logs_start
+ops_checks 43
+synth_full
+C0=devcarry/cuda-check-old C1=devcarry/cuda-check
+chmod +x $C0
+for r in 1 2; do
+  C=$C0 bench old$r 512 X=1
+  C=$C1 bench new$r 512 X=1
+done
+grep -h "default launches" $OUT/bench-old1-512.log $OUT/bench-new1-512.log
+if grep -q H200 $OUT/gpu.txt; then
+  C=$C1
+  bench fqk 512 GLIMMER_FUSE_QK=1
+  bench fnorm 512 GLIMMER_FUSE_NORM=3
+  bench fattn 512 GLIMMER_FUSE_ATTN=1
+  bench fprep 512 GLIMMER_FUSE_PREP=1
+  bench r11 512 GLIMMER_GEMV_TMA=2:24:1:1:2:0:1
+  bench new3 512 X=1
+  synth_mid; e2e_mid e2e-mid; e2e_mid_summary
+fi
+logs_end; ls $OUT | wc -l
