@@ -184,6 +184,7 @@ mod tests {
             "attn_split",
             "combine_head",
             "argmax_f32",
+            "sample_f32",
         ] {
             assert!(p.contains(name), "{name} missing");
         }
