@@ -55,7 +55,8 @@ __device__ __forceinline__ float sample_u(u64 key, u32 i) {
 // never wins, and out[0] is 0 if none does. grid: at most SAMPLE_MAX_BLOCKS blocks of
 // SAMPLE_THREADS threads. Each block leaves its best (score, index) in part_v / part_i; the
 // last block to finish (the ticket, zero between launches: that block resets it) merges them.
-// On the 30B shape's 202 048 logits one block (this kernel's first form) took ~0.07 ms a step.
+// argmax_f32's first form was one block of 1 024 threads: on Gemma 3's 262 144 logits it took
+// 0.088 ms a step more than this grid-wide draw (H100, session 29, BENCHMARKS.md).
 template <bool NOISE>
 __device__ __forceinline__ void best_index(const float* __restrict__ x, int n, float inv_t, u64 seed, u64 counter,
                                            float* part_v, u32* part_i, u32* ticket, u32* out) {
