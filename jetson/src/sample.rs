@@ -73,6 +73,32 @@ pub fn host_scores(logits: &[f32], temperature: f32, seed: u64, counter: u64) ->
     (best, scores)
 }
 
+/// How far a device draw `got` falls short of the best score in `scores` ([`host_scores`]),
+/// relative to `1 + |best|`: 0 where it is the best, and within the device's `f32` rounding
+/// (about 1e-6) for a right draw; an index out of range is infinitely short.
+pub fn draw_shortfall(scores: &[f64], best: usize, got: usize) -> f64 {
+    let top = scores[best];
+    (top - scores.get(got).copied().unwrap_or(f64::NEG_INFINITY)) / (1.0 + top.abs())
+}
+
+/// Pearson's chi-square of `counts` (draws of each index) against softmax(`logits` /
+/// `temperature`) over their total: a sampler's check (`logits.len() - 1` degrees of freedom).
+pub fn softmax_chi2(logits: &[f32], temperature: f32, counts: &[u32]) -> f64 {
+    let n: f64 = counts.iter().map(|&k| f64::from(k)).sum();
+    let w: Vec<f64> = logits
+        .iter()
+        .map(|&x| (f64::from(x) / f64::from(temperature)).exp())
+        .collect();
+    let z: f64 = w.iter().sum();
+    w.iter()
+        .zip(counts)
+        .map(|(&wi, &k)| {
+            let e = n * wi / z;
+            (f64::from(k) - e).powi(2) / e
+        })
+        .sum()
+}
+
 /// Whether `temperature` samples (a positive finite number) rather than picking greedily.
 pub fn samples(temperature: f32) -> bool {
     temperature.is_finite() && temperature > 0.0
@@ -111,25 +137,23 @@ mod tests {
         // sample softmax(x / T): frequencies over many counters against the probabilities.
         let logits = [0.0f32, 0.5, 1.0, -1.0, 2.0, 0.2];
         let t = 0.8f32;
-        let z: f64 = logits
-            .iter()
-            .map(|&x| (f64::from(x) / f64::from(t)).exp())
-            .sum();
         let mut counts = [0u32; 6];
-        let n = 60_000u64;
-        for c in 0..n {
+        for c in 0..60_000u64 {
             counts[host_scores(&logits, t, 42, c).0] += 1;
         }
-        let chi2: f64 = logits
-            .iter()
-            .zip(counts)
-            .map(|(&x, k)| {
-                let e = n as f64 * (f64::from(x) / f64::from(t)).exp() / z;
-                (f64::from(k) - e).powi(2) / e
-            })
-            .sum();
+        let chi2 = softmax_chi2(&logits, t, &counts);
         // Five degrees of freedom: P(chi2 > 30) < 2e-5.
         assert!(chi2 < 30.0, "chi2 {chi2}, counts {counts:?}");
+        // And the statistic itself: counts far from the softmax give a large one.
+        assert!(softmax_chi2(&logits, t, &[10_000; 6]) > 1000.0);
+    }
+
+    #[test]
+    fn shortfall_is_zero_for_the_best_and_positive_otherwise() {
+        let s = [1.0, 3.0, 2.0];
+        assert_eq!(draw_shortfall(&s, 1, 1), 0.0);
+        assert!((draw_shortfall(&s, 1, 2) - 0.25).abs() < 1e-12);
+        assert_eq!(draw_shortfall(&s, 1, 7), f64::INFINITY);
     }
 
     #[test]

@@ -223,7 +223,7 @@ fn sampled_decode(
     nv: usize,
     name: &str,
 ) -> Result<bool, String> {
-    use glimmer_jetson::sample::host_scores;
+    use glimmer_jetson::sample::{draw_shortfall, host_scores};
     use glimmer_jetson::Pick;
     let (t, seed) = (0.9f32, 77u64);
     let mut logits = vec![0f32; nv];
@@ -240,8 +240,7 @@ fn sampled_decode(
             .ok_or("no token picked")? as usize;
         m.read_logits(&mut logits).map_err(|e| e.to_string())?;
         let (best, scores) = host_scores(&logits, t, seed, i as u64);
-        let short = scores[best] - scores.get(got).copied().unwrap_or(f64::NEG_INFINITY);
-        worst = worst.max(short / (1.0 + scores[best].abs()));
+        worst = worst.max(draw_shortfall(&scores, best, got));
         steps += 1;
         same += usize::from(got == best);
     }

@@ -1379,7 +1379,7 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
 ///   probability < 2e-5).
 /// - A temperature of 0 picks greedily (the argmax).
 fn sampling(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
-    use glimmer_jetson::sample::host_scores;
+    use glimmer_jetson::sample::{draw_shortfall, host_scores, softmax_chi2};
     let mut ok = true;
     for n in [5000usize, 202_048] {
         let v = rng.vec(n, 4.0);
@@ -1392,8 +1392,7 @@ fn sampling(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                     p.cu.sample(buf(A, n), t, seed, c)
                         .map_err(|e| e.to_string())? as usize;
                 let (best, scores) = host_scores(&v, t, seed, c);
-                let short = scores[best] - scores.get(g).copied().unwrap_or(f64::NEG_INFINITY);
-                worst = worst.max(short / (1.0 + scores[best].abs()));
+                worst = worst.max(draw_shortfall(&scores, best, g));
                 draws += 1;
                 same += usize::from(g == best);
             }
@@ -1429,15 +1428,7 @@ fn sampling(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         };
         *k += 1;
     }
-    let z: f64 = x.iter().map(|&v| (f64::from(v) / f64::from(t)).exp()).sum();
-    let chi2: f64 = x
-        .iter()
-        .zip(counts)
-        .map(|(&v, k)| {
-            let e = n as f64 * (f64::from(v) / f64::from(t)).exp() / z;
-            (f64::from(k) - e).powi(2) / e
-        })
-        .sum();
+    let chi2 = softmax_chi2(&x, t, &counts);
     let pass = chi2 < 30.0;
     println!(
         "{:<34} 20000 draws over 6 logits, T 0.8: chi2 {chi2:.2} (counts {counts:?})  {}",
