@@ -2,7 +2,11 @@
 # Session 29's call: every kernel check (the one-launch argmax and sample_f32 among them), then
 # the 30B-shape decode at 512 keys with the binary before the multi-block argmax
 # (devcarry/cuda-check-old: argmax_f32 one block of 1 024 threads) and after it, alternated
-# twice in the same call. On an H200 also the rows of cuda-h200-short.sh (each fusion with
+# twice in the same call. The old binary, built here from commit 87aead7 (the last with the
+# one-block argmax):
+#   git worktree add /tmp/glimmer-old 87aead7 && (cd /tmp/glimmer-old && CARGO_TARGET_DIR=/work/main/target-old \
+#     cargo build --release -p glimmer-jetson --example cuda-check) && \
+#     strip -o devcarry/cuda-check-old target-old/release/examples/cuda-check On an H200 also the rows of cuda-h200-short.sh (each fusion with
 # the H200's two-row items, one row an item, the default again). e2e on `mid` first.
 . scripts/cuda-call-setup.sh
 logs_start
