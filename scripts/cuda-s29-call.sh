@@ -6,8 +6,9 @@
 # one-block argmax):
 #   git worktree add /tmp/glimmer-old 87aead7 && (cd /tmp/glimmer-old && CARGO_TARGET_DIR=/work/main/target-old \
 #     cargo build --release -p glimmer-jetson --example cuda-check) && \
-#     strip -o devcarry/cuda-check-old target-old/release/examples/cuda-check On an H200 also the rows of cuda-h200-short.sh (each fusion with
-# the H200's two-row items, one row an item, the default again). e2e on `mid` first.
+#     strip -o devcarry/cuda-check-old target-old/release/examples/cuda-check
+# On an H200 also the rows of cuda-h200-short.sh (each fusion with the H200's two-row items,
+# one row an item, the default again). e2e on `mid` first.
 . scripts/cuda-call-setup.sh
 logs_start
 ops_checks 43
