@@ -104,8 +104,8 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         pos: u32,
         graph: bool,
     ) -> Result<u32, CudaForwardError> {
-        let t = self.decode_step_pick(slot, token, pos, graph, Some(Pick::Greedy))?;
-        t.ok_or(ForwardError::Backend(CudaError::Graph))
+        let logits = self.step(slot, token, pos, graph)?;
+        Ok(self.backend.argmax(logits)?)
     }
 
     /// [`Self::decode_step`] with the token picked as `pick` says on the device (greedy, or a
@@ -120,6 +120,26 @@ impl<'m, 'w> CudaModel<'m, 'w> {
         graph: bool,
         pick: Option<Pick>,
     ) -> Result<Option<u32>, CudaForwardError> {
+        let logits = self.step(slot, token, pos, graph)?;
+        Ok(match pick {
+            None => None,
+            Some(Pick::Greedy) => Some(self.backend.argmax(logits)?),
+            Some(Pick::Sample {
+                temperature,
+                seed,
+                counter,
+            }) => Some(self.backend.sample(logits, temperature, seed, counter)?),
+        })
+    }
+
+    /// The decode step itself (launched, not waited for): returns the region of its logits.
+    fn step(
+        &mut self,
+        slot: usize,
+        token: u32,
+        pos: u32,
+        graph: bool,
+    ) -> Result<glimmer_core::exec::Buf, CudaForwardError> {
         self.backend.select_slot(slot)?;
         self.backend.set_inputs(&[token], &[pos])?;
         if !graph {
@@ -134,16 +154,7 @@ impl<'m, 'w> CudaModel<'m, 'w> {
             self.backend.qx = None;
             g.launch().map_err(CudaError::from)?;
         }
-        let logits = self.model.layout.logits.prefix(self.model.spec.n_vocab);
-        Ok(match pick {
-            None => None,
-            Some(Pick::Greedy) => Some(self.backend.argmax(logits)?),
-            Some(Pick::Sample {
-                temperature,
-                seed,
-                counter,
-            }) => Some(self.backend.sample(logits, temperature, seed, counter)?),
-        })
+        Ok(self.model.layout.logits.prefix(self.model.spec.n_vocab))
     }
 
     /// Captures one decode step (the inputs are already on the device) for steps whose rows
