@@ -92,9 +92,10 @@ __device__ __forceinline__ float dot8_f16(uint4 w, const float* q) {
 // and value rows come from HBM (the step's weight streams leave no cache in L2), so with one in
 // flight every iteration waits a round trip: at 515 keys a cluster block walks ~33 keys, four or
 // five iterations of its warps, ~0.7 µs each. With ATT_KEY_DEPTH in flight the walk would wait
-// about once per that many, but the ring's registers cost more than the waits: on the H100
-// (session 28, 30B shape at 512 keys) depth 4 took attention from 0.357 to 0.541 ms a step
-// (146.1 -> 142.1 tok/s), so 1 is the default.
+// about once per that many, but on the H100 (session 28, 30B shape at 512 keys) depth 4 took
+// attention from 0.357 to 0.541 ms a step (146.1 -> 142.1 tok/s), so 1 is the default. Why is
+// not known: ptxas gives depth 4 108 registers and no spills, still four blocks a
+// multiprocessor (session 29).
 #ifndef ATT_KEY_DEPTH
 #define ATT_KEY_DEPTH 1
 #endif

@@ -245,7 +245,7 @@ pub fn run(
         }
         for (mode, graph) in [("eager", false), ("graph", true)] {
             let first = tokens.last().copied().unwrap_or(0);
-            let tps = 1e3 / decode_ms(&mut m, first, prefill, steps, graph, Pick::Greedy)?;
+            let tps = 1e3 / decode_ms(&mut m, first, prefill, steps, graph, Some(Pick::Greedy))?;
             let eff = per_tok * tps;
             println!(
             "  decode ({mode}, {launch} launches): {tps:.1} tok/s, {:.2} ms/tok, {:.0} GB/s effective = {:.1}% of measured HBM",
@@ -271,14 +271,14 @@ pub fn run(
     // samples on the host): what each way of taking the token costs beside the greedy rows.
     m.drop_graph();
     let first = tokens.last().copied().unwrap_or(0);
-    let greedy = decode_ms(&mut m, first, prefill, steps, true, Pick::Greedy)?;
+    let greedy = decode_ms(&mut m, first, prefill, steps, true, Some(Pick::Greedy))?;
     let draw = Pick::Sample {
         temperature: 0.8,
         seed: 1,
         counter: 0,
     };
-    let sampled = decode_ms(&mut m, first, prefill, steps, true, draw)?;
-    let read = logits_read_ms(&mut m, first, prefill, steps)?;
+    let sampled = decode_ms(&mut m, first, prefill, steps, true, Some(draw))?;
+    let read = decode_ms(&mut m, first, prefill, steps, true, None)?;
     for (what, ms) in [
         ("greedy (argmax on the device)", greedy),
         ("Gumbel-max draw on the device, T 0.8", sampled),
@@ -358,7 +358,7 @@ pub fn run(
                 prefill,
                 steps,
                 true,
-                Pick::Greedy,
+                Some(Pick::Greedy),
             )?;
             if name == "nothing" {
                 full_ms = ms;
@@ -381,18 +381,28 @@ pub fn run(
 }
 
 /// Milliseconds a decode step takes, from position `prefill` on, each step's token picked as
-/// `pick` says (a draw's counter is the step): one untimed warm-up step (which captures the
-/// graph when `graph`), then the mean of `steps - 1` steps.
+/// `pick` says (a draw's counter is the step) and fed to the next; `None`: no pick, the logits
+/// read back instead (as the daemon's engine runs a step) and the first token fed every step.
+/// One untimed warm-up step (which captures the graph when `graph`), then the mean of
+/// `steps - 1` steps.
 fn decode_ms(
     m: &mut CudaModel<'_, '_>,
     first: u32,
     prefill: usize,
     steps: usize,
     graph: bool,
-    pick: Pick,
+    pick: Option<Pick>,
 ) -> Result<f64, String> {
-    let step = |m: &mut CudaModel<'_, '_>, tok: u32, s: usize| {
-        let p = match pick {
+    let mut logits = vec![
+        0f32;
+        if pick.is_none() {
+            m.parts().0.spec.n_vocab
+        } else {
+            0
+        }
+    ];
+    let mut step = |m: &mut CudaModel<'_, '_>, tok: u32, s: usize| -> Result<u32, String> {
+        let p = pick.map(|p| match p {
             Pick::Sample {
                 temperature, seed, ..
             } => Pick::Sample {
@@ -401,38 +411,22 @@ fn decode_ms(
                 counter: s as u64,
             },
             Pick::Greedy => Pick::Greedy,
-        };
-        m.decode_step_pick(0, tok, (prefill + s) as u32, graph, Some(p))
-            .map_err(|e| format!("{e:?}"))?
-            .ok_or_else(|| "no token picked".to_owned())
+        });
+        let got = m
+            .decode_step_pick(0, tok, (prefill + s) as u32, graph, p)
+            .map_err(|e| format!("{e:?}"))?;
+        match got {
+            Some(t) => Ok(t),
+            None => {
+                m.read_logits(&mut logits).map_err(|e| e.to_string())?;
+                Ok(first)
+            }
+        }
     };
     let mut tok = step(m, first, 0)?;
     let t = Instant::now();
     for s in 1..steps {
         tok = step(m, tok, s)?;
-    }
-    Ok(t.elapsed().as_secs_f64() * 1e3 / (steps - 1).max(1) as f64)
-}
-
-/// Milliseconds a graph decode step takes with its logits read back to the host and no token
-/// picked on the device (as the daemon's engine runs it), feeding the same token each step.
-fn logits_read_ms(
-    m: &mut CudaModel<'_, '_>,
-    first: u32,
-    prefill: usize,
-    steps: usize,
-) -> Result<f64, String> {
-    let n = m.parts().0.spec.n_vocab;
-    let mut logits = vec![0f32; n];
-    let mut step = |m: &mut CudaModel<'_, '_>, s: usize| -> Result<(), String> {
-        m.decode_step_pick(0, first, (prefill + s) as u32, true, None)
-            .map_err(|e| format!("{e:?}"))?;
-        m.read_logits(&mut logits).map_err(|e| e.to_string())
-    };
-    step(m, 0)?;
-    let t = Instant::now();
-    for s in 1..steps {
-        step(m, s)?;
     }
     Ok(t.elapsed().as_secs_f64() * 1e3 / (steps - 1).max(1) as f64)
 }

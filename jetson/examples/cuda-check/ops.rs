@@ -14,7 +14,7 @@ use glimmer_core::plan::KvType;
 use glimmer_core::quant::{quantize_weights, GgmlType, Kernels};
 use glimmer_jetson::{Capacity, CudaBackend, Gpu, KvLayout, NormFusion, ATTN_CLUSTER_KEYS as KEYS};
 
-use crate::util::{argmax, compare, report, Rng};
+use crate::util::{argmax, compare, report, verdict, Rng};
 
 const REGION: usize = 1 << 17;
 const ARENA: usize = 5 * REGION;
@@ -1350,18 +1350,12 @@ pub fn run(gpu: Arc<Gpu>, seed: u64) -> Result<bool, String> {
         p.put(buf(A, n), v)?;
         let g = p.cu.argmax(buf(A, n)).map_err(|e| e.to_string())? as usize;
         let c = argmax(v);
-        let pass = g == c;
-        println!(
-            "{:<34} {what}: cpu {c} gpu {g}  {}",
+        ok &= verdict(
             "argmax_f32",
-            if pass { "PASS" } else { "FAIL" }
+            &format!("{what}: cpu {c} gpu {g}"),
+            &format!("argmax_f32 {what}|{}|exact", u8::from(g != c)),
+            g == c,
         );
-        println!(
-            "SUMMARY|kernel|argmax_f32 {what}|{}|exact|{}",
-            u8::from(!pass),
-            if pass { "PASS" } else { "FAIL" }
-        );
-        ok &= pass;
     }
     ok &= sampling(&mut p, &mut rng)?;
     Ok(ok)
@@ -1397,17 +1391,14 @@ fn sampling(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
                 same += usize::from(g == best);
             }
         }
-        let pass = worst <= 2e-5;
-        println!(
-            "{:<34} n {n}: {same}/{draws} the host's index, worst score shortfall {worst:.1e} (rel)  {}",
+        ok &= verdict(
             "sample_f32",
-            if pass { "PASS" } else { "FAIL" }
+            &format!(
+                "n {n}: {same}/{draws} the host's index, worst score shortfall {worst:.1e} (rel)"
+            ),
+            &format!("sample_f32 n={n}|{worst:.3e}|2e-5"),
+            worst <= 2e-5,
         );
-        println!(
-            "SUMMARY|kernel|sample_f32 n={n}|{worst:.3e}|2e-5|{}",
-            if pass { "PASS" } else { "FAIL" }
-        );
-        ok &= pass;
     }
     // Frequencies against the softmax.
     let x = [0.0f32, 0.5, 1.0, -1.0, 2.0, 0.2];
@@ -1429,36 +1420,26 @@ fn sampling(p: &mut Pair, rng: &mut Rng) -> Result<bool, String> {
         *k += 1;
     }
     let chi2 = softmax_chi2(&x, t, &counts);
-    let pass = chi2 < 30.0;
-    println!(
-        "{:<34} 20000 draws over 6 logits, T 0.8: chi2 {chi2:.2} (counts {counts:?})  {}",
+    ok &= verdict(
         "sample_f32 softmax",
-        if pass { "PASS" } else { "FAIL" }
+        &format!("20000 draws over 6 logits, T 0.8: chi2 {chi2:.2} (counts {counts:?})"),
+        &format!("sample_f32 softmax|{chi2:.3}|30"),
+        chi2 < 30.0,
     );
-    println!(
-        "SUMMARY|kernel|sample_f32 softmax|{chi2:.3}|30|{}",
-        if pass { "PASS" } else { "FAIL" }
-    );
-    ok &= pass;
     // Greedy at temperature 0.
     let v = rng.vec(3000, 1.0);
     p.put(buf(A, v.len()), &v)?;
     let g =
         p.cu.sample(buf(A, v.len()), 0.0, 1, 1)
             .map_err(|e| e.to_string())? as usize;
-    let pass = g == argmax(&v);
-    println!(
-        "{:<34} T 0: {g} against the argmax {}  {}",
+    let c = argmax(&v);
+    ok &= verdict(
         "sample_f32 greedy",
-        argmax(&v),
-        if pass { "PASS" } else { "FAIL" }
+        &format!("T 0: {g} against the argmax {c}"),
+        &format!("sample_f32 greedy|{}|exact", u8::from(g != c)),
+        g == c,
     );
-    println!(
-        "SUMMARY|kernel|sample_f32 greedy|{}|exact|{}",
-        u8::from(!pass),
-        if pass { "PASS" } else { "FAIL" }
-    );
-    Ok(ok && pass)
+    Ok(ok)
 }
 
 /// The most keys a query at `pos` sees: up to and including the last position, at most

@@ -71,17 +71,25 @@ pub fn compare(cpu: &[f32], gpu: &[f32]) -> Cmp {
 
 /// Prints one kernel check line (and a summary line); returns whether it passed.
 pub fn report(name: &str, c: &Cmp, tol: f32) -> bool {
-    let ok = c.max_rel <= tol;
-    let verdict = if ok { "PASS" } else { "FAIL" };
-    println!(
-        "{name:<34} max_abs {:>10.3e}  max_rel {:>10.3e}  tol {tol:>8.1e}  {verdict}",
+    let detail = format!(
+        "max_abs {:>10.3e}  max_rel {:>10.3e}  tol {tol:>8.1e}",
         c.max_abs, c.max_rel
     );
-    println!(
-        "SUMMARY|kernel|{name}|{:.3e}|{tol:.1e}|{verdict}",
-        c.max_rel
-    );
-    ok
+    verdict(
+        name,
+        &detail,
+        &format!("{name}|{:.3e}|{tol:.1e}", c.max_rel),
+        c.max_rel <= tol,
+    )
+}
+
+/// A check's two lines: `name` and `detail` with PASS or FAIL, then
+/// `SUMMARY|kernel|{summary}|PASS` (or FAIL). Returns `pass`.
+pub fn verdict(name: &str, detail: &str, summary: &str, pass: bool) -> bool {
+    let v = if pass { "PASS" } else { "FAIL" };
+    println!("{name:<34} {detail}  {v}");
+    println!("SUMMARY|kernel|{summary}|{v}");
+    pass
 }
 
 /// Index of the largest value (lowest on ties; NaN never wins).
